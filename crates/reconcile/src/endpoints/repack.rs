@@ -1,0 +1,106 @@
+//! Repacking: the canonical layout of an Endpoints object's subsets.
+//!
+//! Addresses are de-duplicated by IP and pod UID; on any one port a not-ready report beats a
+//! ready one; ports offered by exactly the same addresses (with the same readiness) share a
+//! subset; addresses are sorted by IP bytes then UID, ports in upstream's hash order.
+
+use crate::endpoints::subsets::{AddressOnPort, PortSpec};
+use crate::upstream_order::{endpoints_port_dump, md5};
+use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset};
+use std::collections::BTreeMap;
+
+type AddressKey = (String, String);
+
+fn address_key(a: &EndpointAddress) -> AddressKey {
+    (a.ip.clone(), a.target_ref.as_ref().and_then(|t| t.uid.clone()).unwrap_or_default())
+}
+
+/// Builds the canonical subsets.
+pub fn repack(items: Vec<AddressOnPort>) -> Vec<EndpointSubset> {
+    let mut addresses: BTreeMap<AddressKey, EndpointAddress> = BTreeMap::new();
+    // Port (None = no port) -> address -> ready.
+    let mut by_port: BTreeMap<Option<PortSpec>, BTreeMap<AddressKey, bool>> = BTreeMap::new();
+    for item in items {
+        let key = address_key(&item.address);
+        addresses.entry(key.clone()).or_insert(item.address);
+        let ready = by_port.entry(item.port).or_default().entry(key).or_insert(item.ready);
+        // Not ready wins: once any report for this port says not ready, it stays so.
+        *ready = *ready && item.ready;
+    }
+
+    // Ports that share an identical address set (with readiness) share a subset.
+    let mut groups: BTreeMap<Vec<(AddressKey, bool)>, Vec<PortSpec>> = BTreeMap::new();
+    for (port, addrs) in by_port {
+        let set: Vec<(AddressKey, bool)> = addrs.into_iter().collect();
+        let ports = groups.entry(set).or_default();
+        if let Some(port) = port {
+            ports.push(port);
+        }
+    }
+
+    let mut subsets: Vec<EndpointSubset> = groups
+        .into_iter()
+        .map(|(set, ports)| {
+            let mut ready = Vec::new();
+            let mut not_ready = Vec::new();
+            for (key, is_ready) in set {
+                let address = addresses[&key].clone();
+                if is_ready {
+                    ready.push(address);
+                } else {
+                    not_ready.push(address);
+                }
+            }
+            sort_addresses(&mut ready);
+            sort_addresses(&mut not_ready);
+            let mut ports: Vec<EndpointPort> = ports
+                .into_iter()
+                .map(|p| EndpointPort { name: Some(p.name), port: p.port, protocol: Some(p.protocol), app_protocol: p.app_protocol })
+                .collect();
+            sort_ports(&mut ports);
+            EndpointSubset {
+                addresses: (!ready.is_empty()).then_some(ready),
+                not_ready_addresses: (!not_ready.is_empty()).then_some(not_ready),
+                ports: (!ports.is_empty()).then_some(ports),
+            }
+        })
+        .collect();
+    // Upstream orders subsets by a hash that includes pod UIDs; any stable order will do, as
+    // long as it does not depend on input order.
+    subsets.sort_by_cached_key(subset_order_key);
+    subsets
+}
+
+/// Sorts addresses by IP bytes, then pod UID.
+pub fn sort_addresses(addresses: &mut [EndpointAddress]) {
+    addresses.sort_by_cached_key(address_key);
+}
+
+/// Sorts subset ports by the MD5 of their debug dump, as upstream does.
+pub fn sort_ports(ports: &mut [EndpointPort]) {
+    ports.sort_by_cached_key(|p| {
+        md5(endpoints_port_dump(
+            p.name.as_deref().unwrap_or(""),
+            p.port,
+            p.protocol.as_deref().unwrap_or(""),
+            p.app_protocol.as_deref(),
+        )
+        .as_bytes())
+    });
+}
+
+fn subset_order_key(s: &EndpointSubset) -> (Vec<(String, i32)>, Vec<AddressKey>) {
+    let ports = s.ports.iter().flatten().map(|p| (p.name.clone().unwrap_or_default(), p.port)).collect();
+    let addrs = s
+        .addresses
+        .iter()
+        .flatten()
+        .chain(s.not_ready_addresses.iter().flatten())
+        .take(1)
+        .map(address_key)
+        .collect();
+    (ports, addrs)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,80 @@
+//! One pod's contribution to a Service's Endpoints: an address per service port.
+
+use crate::address_family::endpoints_address;
+use crate::find_port::find_port;
+use crate::pod_rules::{is_endpoint_candidate, publishes_hostname};
+use crate::projection::{PodInfo, ServiceInfo};
+use k8s_openapi::api::core::v1::{EndpointAddress, ObjectReference};
+
+/// A port of an Endpoints subset.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PortSpec {
+    /// Service port name.
+    pub name: String,
+    /// Resolved pod port.
+    pub port: i32,
+    /// Protocol.
+    pub protocol: String,
+    /// appProtocol.
+    pub app_protocol: Option<String>,
+}
+
+/// One address offered on one port (or on no port, for a headless Service without ports).
+#[derive(Debug, Clone)]
+pub struct AddressOnPort {
+    /// The address.
+    pub address: EndpointAddress,
+    /// The port; `None` only for port-less headless Services.
+    pub port: Option<PortSpec>,
+    /// Ready (or published regardless) versus not ready.
+    pub ready: bool,
+}
+
+/// Every (address, port) pair the Service's pods offer, before repacking. Pods that are not
+/// candidates (terminal, no IP, terminating without publishNotReadyAddresses) or have no IP
+/// of the Service's family are left out; a port FindPort cannot resolve is left out for that
+/// pod.
+pub fn addresses_on_ports(service: &ServiceInfo, pods: &[&PodInfo]) -> Vec<AddressOnPort> {
+    let mut out = Vec::new();
+    let publish_all = service.publish_not_ready_addresses;
+    for pod in pods {
+        if !is_endpoint_candidate(pod, publish_all) {
+            continue;
+        }
+        let Some(ip) = endpoints_address(service, pod) else { continue };
+        let address = EndpointAddress {
+            ip,
+            node_name: Some(pod.node_name.clone()),
+            hostname: publishes_hostname(pod, service).then(|| pod.hostname.clone()),
+            target_ref: Some(ObjectReference {
+                kind: Some("Pod".into()),
+                namespace: Some(pod.namespace.clone()),
+                name: Some(pod.name.clone()),
+                uid: Some(pod.uid.clone()),
+                ..Default::default()
+            }),
+        };
+        let ready = publish_all || pod.ready;
+        if service.ports.is_empty() {
+            // Only a headless Service may go without ports.
+            if service.cluster_ip == "None" {
+                out.push(AddressOnPort { address, port: None, ready });
+            }
+            continue;
+        }
+        for sp in &service.ports {
+            let Some(port) = find_port(pod, sp) else { continue };
+            out.push(AddressOnPort {
+                address: address.clone(),
+                port: Some(PortSpec {
+                    name: sp.name.clone(),
+                    port,
+                    protocol: sp.protocol.clone(),
+                    app_protocol: sp.app_protocol.clone(),
+                }),
+                ready,
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,59 @@
+//! Which pods count as endpoints, and what of them is published.
+
+use crate::projection::{PodInfo, ServiceInfo};
+
+/// True when the pod belongs in Endpoints or EndpointSlices at all: it is not terminal
+/// (Failed/Succeeded), it has an IP, and it is not being deleted unless terminating pods are
+/// wanted (the slice controller always wants them; the Endpoints controller only with
+/// `publishNotReadyAddresses`).
+pub fn is_endpoint_candidate(pod: &PodInfo, include_terminating: bool) -> bool {
+    if pod.terminal {
+        return false;
+    }
+    if pod.pod_ip.is_empty() && pod.ips.is_empty() {
+        return false;
+    }
+    include_terminating || !pod.deleting
+}
+
+/// True when the pod's hostname is published: it has one, its subdomain names the service, and
+/// both live in the same namespace.
+pub fn publishes_hostname(pod: &PodInfo, service: &ServiceInfo) -> bool {
+    !pod.hostname.is_empty() && pod.subdomain == service.name && pod.namespace == service.namespace
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{pod, service};
+
+    #[test]
+    fn failed_and_succeeded_pods_are_never_endpoints() {
+        let mut p = pod("a").ip("10.0.0.1").build();
+        p.terminal = true;
+        assert!(!is_endpoint_candidate(&p, true));
+    }
+
+    #[test]
+    fn pods_without_ip_are_never_endpoints() {
+        assert!(!is_endpoint_candidate(&pod("a").build(), true));
+    }
+
+    #[test]
+    fn terminating_pods_count_only_when_asked_for() {
+        let p = pod("a").ip("10.0.0.1").deleting().build();
+        assert!(is_endpoint_candidate(&p, true));
+        assert!(!is_endpoint_candidate(&p, false));
+    }
+
+    #[test]
+    fn hostname_is_published_only_under_the_services_subdomain() {
+        let svc = service("web").build();
+        let p = pod("a").hostname("a", "web").build();
+        assert!(publishes_hostname(&p, &svc));
+        let other = pod("a").hostname("a", "other").build();
+        assert!(!publishes_hostname(&other, &svc));
+        let no_name = pod("a").hostname("", "web").build();
+        assert!(!publishes_hostname(&no_name, &svc));
+    }
+}

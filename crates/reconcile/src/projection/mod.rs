@@ -1,0 +1,12 @@
+//! Compact views of the API objects the controllers read.
+//!
+//! Informer stores keep these instead of whole objects: a pod here is a few hundred bytes
+//! instead of several kilobytes, and every rule in this crate reads only these fields.
+
+mod node;
+mod pod;
+mod service;
+
+pub use node::{parse_cpu_millis, NodeInfo};
+pub use pod::{NamedPort, PodInfo};
+pub use service::{ServiceInfo, ServicePortInfo, TargetPort};

@@ -1,0 +1,148 @@
+//! One pod, one address type: the Endpoint it becomes, and how endpoints are matched
+//! across syncs.
+
+use crate::address_family::AddressType;
+use crate::ip::parse_sloppy;
+use crate::pod_rules::publishes_hostname;
+use crate::projection::{PodInfo, ServiceInfo};
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions};
+
+/// Builds the endpoint for a pod: its addresses of the family in canonical form (sorted),
+/// conditions (serving = ready; terminating = being deleted; ready = publishNotReadyAddresses
+/// or serving and not terminating), node, zone (when known), published hostname, and a Pod
+/// targetRef. The caller drops endpoints without addresses.
+pub fn pod_to_endpoint(
+    pod: &PodInfo,
+    zone: Option<&str>,
+    service: &ServiceInfo,
+    address_type: AddressType,
+) -> Endpoint {
+    let mut addresses: Vec<String> = pod
+        .ips
+        .iter()
+        .filter_map(|ip| parse_sloppy(ip))
+        .filter(|ip| ip.is_ipv6() == (address_type == AddressType::IPv6))
+        .map(|ip| ip.to_string())
+        .collect();
+    addresses.sort();
+    let serving = pod.ready;
+    let terminating = pod.deleting;
+    let ready = service.publish_not_ready_addresses || (serving && !terminating);
+    Endpoint {
+        addresses,
+        conditions: Some(EndpointConditions {
+            ready: Some(ready),
+            serving: Some(serving),
+            terminating: Some(terminating),
+        }),
+        node_name: (!pod.node_name.is_empty()).then(|| pod.node_name.clone()),
+        zone: zone.filter(|z| !z.is_empty()).map(str::to_owned),
+        hostname: publishes_hostname(pod, service).then(|| pod.hostname.clone()),
+        target_ref: Some(ObjectReference {
+            kind: Some("Pod".into()),
+            namespace: Some(pod.namespace.clone()),
+            name: Some(pod.name.clone()),
+            uid: Some(pod.uid.clone()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// An endpoint's identity across syncs: its sorted addresses, hostname and the pod it points
+/// at. Everything else (node, zone, conditions, uid) can change in place.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EndpointKey {
+    addresses: Vec<String>,
+    hostname: String,
+    namespace: String,
+    name: String,
+}
+
+impl EndpointKey {
+    /// The key of an endpoint (never mutates it: addresses are sorted in a copy).
+    pub fn of(endpoint: &Endpoint) -> Self {
+        let mut addresses = endpoint.addresses.clone();
+        addresses.sort();
+        let target = endpoint.target_ref.as_ref();
+        Self {
+            addresses,
+            hostname: endpoint.hostname.clone().unwrap_or_default(),
+            namespace: target.and_then(|t| t.namespace.clone()).unwrap_or_default(),
+            name: target.and_then(|t| t.name.clone()).unwrap_or_default(),
+        }
+    }
+}
+
+/// True when two endpoints with the same key need no update: same node, zone, conditions
+/// and targetRef (ignoring its resourceVersion). Hints are not compared here.
+pub fn equal_beyond_key(a: &Endpoint, b: &Endpoint) -> bool {
+    let conditions = |e: &Endpoint| {
+        let c = e.conditions.clone().unwrap_or_default();
+        (c.ready, c.serving, c.terminating)
+    };
+    let target = |e: &Endpoint| {
+        e.target_ref.clone().map(|mut t| {
+            t.resource_version = None;
+            t
+        })
+    };
+    a.node_name == b.node_name
+        && a.zone == b.zone
+        && conditions(a) == conditions(b)
+        && target(a) == target(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{pod, service};
+
+    #[test]
+    fn terminating_pods_are_serving_but_not_ready() {
+        let p = pod("a").ip("10.0.0.1").ready(true).deleting().build();
+        let ep = pod_to_endpoint(&p, None, &service("s").build(), AddressType::IPv4);
+        let c = ep.conditions.unwrap();
+        assert_eq!((c.ready, c.serving, c.terminating), (Some(false), Some(true), Some(true)));
+    }
+
+    #[test]
+    fn publish_not_ready_addresses_makes_every_endpoint_ready() {
+        let p = pod("a").ip("10.0.0.1").deleting().build();
+        let svc = service("s").publish_not_ready().build();
+        let c = pod_to_endpoint(&p, None, &svc, AddressType::IPv4).conditions.unwrap();
+        assert_eq!((c.ready, c.serving, c.terminating), (Some(true), Some(false), Some(true)));
+    }
+
+    #[test]
+    fn addresses_are_filtered_by_family_and_canonical() {
+        let p = pod("a").ip("10.0.0.1").ip("FD00:0:0::0001").build();
+        let svc = service("s").build();
+        assert_eq!(pod_to_endpoint(&p, None, &svc, AddressType::IPv6).addresses, vec!["fd00::1"]);
+        assert_eq!(pod_to_endpoint(&p, None, &svc, AddressType::IPv4).addresses, vec!["10.0.0.1"]);
+    }
+
+    #[test]
+    fn zone_node_hostname_and_target_ref_are_set() {
+        let p = pod("a").ip("10.0.0.1").node("n1").hostname("a", "s").build();
+        let ep = pod_to_endpoint(&p, Some("z1"), &service("s").build(), AddressType::IPv4);
+        assert_eq!(ep.node_name.as_deref(), Some("n1"));
+        assert_eq!(ep.zone.as_deref(), Some("z1"));
+        assert_eq!(ep.hostname.as_deref(), Some("a"));
+        let t = ep.target_ref.unwrap();
+        assert_eq!((t.kind.as_deref(), t.name.as_deref(), t.uid.as_deref()), (Some("Pod"), Some("a"), Some("uid-a")));
+    }
+
+    #[test]
+    fn identity_ignores_conditions_but_not_hostname() {
+        let svc = service("s").build();
+        let a = pod_to_endpoint(&pod("a").ip("10.0.0.1").build(), None, &svc, AddressType::IPv4);
+        let b = pod_to_endpoint(&pod("a").ip("10.0.0.1").ready(true).build(), None, &svc, AddressType::IPv4);
+        assert_eq!(EndpointKey::of(&a), EndpointKey::of(&b));
+        assert!(!equal_beyond_key(&a, &b));
+        let mut c = a.clone();
+        c.hostname = Some("x".into());
+        assert_ne!(EndpointKey::of(&a), EndpointKey::of(&c));
+    }
+}

@@ -1,0 +1,259 @@
+use super::*;
+use crate::projection::{NodeInfo, PodInfo, ServiceInfo};
+use crate::testing::{node, pod, service, service_port, ts};
+
+struct World {
+    nodes: BTreeMap<String, NodeInfo>,
+    topology: TopologyCache,
+}
+
+impl World {
+    fn new() -> Self {
+        let nodes: BTreeMap<String, NodeInfo> =
+            [node("node-a", "za", 4000), node("node-b", "zb", 4000), node("node-c", "zc", 4000)]
+                .into_iter()
+                .map(|n| (n.name.clone(), n))
+                .collect();
+        let mut topology = TopologyCache::default();
+        topology.set_nodes(nodes.values());
+        Self { nodes, topology }
+    }
+
+    fn plan(&mut self, svc: &ServiceInfo, pods: &[PodInfo], existing: &[Arc<EndpointSlice>]) -> SlicePlan {
+        let pods: Vec<&PodInfo> = pods.iter().collect();
+        let input = SliceInput {
+            service: svc,
+            pods: &pods,
+            existing,
+            nodes: &self.nodes,
+            trigger_time: Some(ts("2026-01-01T00:00:00Z")),
+            max_endpoints_per_slice: 100,
+        };
+        plan_slices(&input, &mut self.topology)
+    }
+}
+
+fn pods(n: usize) -> Vec<PodInfo> {
+    (0..n)
+        .map(|i| pod(&format!("p{i:04}")).ip(&format!("10.1.{}.{}", i / 200, i % 200)).ready(true).build())
+        .collect()
+}
+
+/// Applies a plan's writes to a list of existing slices, naming creates `s-N`.
+fn apply(existing: &[Arc<EndpointSlice>], plan: &SlicePlan) -> Vec<Arc<EndpointSlice>> {
+    let mut by_name: BTreeMap<String, Arc<EndpointSlice>> =
+        existing.iter().map(|s| (s.metadata.name.clone().unwrap(), Arc::clone(s))).collect();
+    let mut n = by_name.len();
+    for batch in &plan.batches {
+        for s in &batch.create {
+            let mut s = s.clone();
+            n += 1;
+            s.metadata.name = Some(format!("s-{n}"));
+            s.metadata.uid = Some(format!("uid-{n}"));
+            by_name.insert(s.metadata.name.clone().unwrap(), Arc::new(s));
+        }
+        for s in &batch.update {
+            by_name.insert(s.metadata.name.clone().unwrap(), Arc::new(s.clone()));
+        }
+        for s in &batch.delete {
+            by_name.remove(s.metadata.name.as_deref().unwrap());
+        }
+    }
+    by_name.into_values().collect()
+}
+
+#[test]
+fn service_with_no_pods_gets_a_placeholder() {
+    let mut w = World::new();
+    let plan = w.plan(&service("s").build(), &[], &[]);
+    assert_eq!(plan.batches.len(), 1);
+    let create = &plan.batches[0].create;
+    assert_eq!(create.len(), 1);
+    assert!(create[0].endpoints.is_empty());
+    assert_eq!(create[0].ports, None);
+}
+
+#[test]
+fn existing_placeholder_is_kept_not_recreated() {
+    let mut w = World::new();
+    let svc = service("s").build();
+    let first = w.plan(&svc, &[], &[]);
+    let state = apply(&[], &first);
+    let second = w.plan(&svc, &[], &state);
+    assert_eq!(second.write_count(), 0);
+}
+
+#[test]
+fn a_second_sync_of_the_same_state_writes_nothing() {
+    let mut w = World::new();
+    let svc = service("s").port(service_port("http", 80).target(8080)).build();
+    let pods = pods(250);
+    let first = w.plan(&svc, &pods, &[]);
+    assert_eq!(first.write_count(), 3);
+    let state = apply(&[], &first);
+    assert_eq!(w.plan(&svc, &pods, &state).write_count(), 0);
+}
+
+#[test]
+fn dual_stack_service_gets_a_slice_per_family() {
+    let mut w = World::new();
+    let svc = service("s").families(&["IPv4", "IPv6"]).build();
+    let p = vec![pod("a").ip("10.0.0.1").ip("fd00::1").ready(true).build()];
+    let plan = w.plan(&svc, &p, &[]);
+    let types: Vec<_> = plan.batches.iter().map(|b| b.create[0].address_type.clone()).collect();
+    assert_eq!(types, vec!["IPv4", "IPv6"]);
+    assert_eq!(plan.batches[1].create[0].endpoints[0].addresses, vec!["fd00::1"]);
+}
+
+#[test]
+fn slices_of_unsupported_address_types_are_deleted_last() {
+    let mut w = World::new();
+    let svc = service("s").families(&["IPv4", "IPv6"]).build();
+    let state = apply(&[], &w.plan(&svc, &[], &[]));
+    let v4_only = service("s").families(&["IPv4"]).build();
+    let plan = w.plan(&v4_only, &[], &state);
+    let last = plan.batches.last().unwrap();
+    assert_eq!(last.address_type, None);
+    assert_eq!(last.delete.len(), 1);
+    assert_eq!(last.delete[0].address_type, "IPv6");
+}
+
+#[test]
+fn slices_not_owned_by_the_service_are_replaced() {
+    let mut w = World::new();
+    let svc = service("s").build();
+    let pods = pods(3);
+    let state = apply(&[], &w.plan(&svc, &pods, &[]));
+    let mut recreated = svc.clone();
+    recreated.uid = "new-uid".into();
+    let plan = w.plan(&recreated, &pods, &state);
+    let batch = &plan.batches[0];
+    // The old owner's slice is not recycled: a new slice is created and the old one deleted.
+    assert_eq!((batch.create.len(), batch.update.len(), batch.delete.len()), (1, 0, 1));
+}
+
+#[test]
+fn pods_on_unknown_nodes_are_skipped_and_fail_the_sync() {
+    let mut w = World::new();
+    let svc = service("s").build();
+    let p = vec![pod("a").ip("10.0.0.1").node("ghost").build(), pod("b").ip("10.0.0.2").build()];
+    let plan = w.plan(&svc, &p, &[]);
+    assert_eq!(plan.errors.len(), 1);
+    assert_eq!(plan.batches[0].create[0].endpoints.len(), 1);
+    let published = w.plan(&service("s").publish_not_ready().build(), &p, &[]);
+    assert!(published.errors.is_empty());
+    assert_eq!(published.batches[0].create[0].endpoints.len(), 2);
+}
+
+#[test]
+fn service_being_deleted_gets_no_creates() {
+    let mut w = World::new();
+    let plan = w.plan(&service("s").deleting().build(), &pods(3), &[]);
+    assert!(plan.batches[0].create.is_empty());
+}
+
+#[test]
+fn removing_pods_reuses_slices_by_update_not_delete_and_create() {
+    let mut w = World::new();
+    let svc = service("s").build();
+    let all = pods(150);
+    let state = apply(&[], &w.plan(&svc, &all, &[]));
+    let plan = w.plan(&svc, &all[..140], &state);
+    let b = &plan.batches[0];
+    assert_eq!((b.create.len(), b.update.len(), b.delete.len()), (0, 1, 0));
+}
+
+#[test]
+fn topology_annotation_adds_zone_hints_and_an_event() {
+    let mut w = World::new();
+    let svc = service("s").annotation("service.kubernetes.io/topology-mode", "Auto").build();
+    let p: Vec<PodInfo> = ["node-a", "node-b", "node-c"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| pod(&format!("p{i}")).ip(&format!("10.0.0.{i}")).node(n).ready(true).build())
+        .collect();
+    let plan = w.plan(&svc, &p, &[]);
+    assert_eq!(plan.events[0].reason, "TopologyAwareHintsEnabled");
+    assert!(plan.batches[0].create[0].endpoints.iter().all(|e| e.hints.is_some()));
+    assert_eq!(plan.topology_label, "Auto");
+}
+
+#[test]
+fn hints_are_removed_when_the_annotation_goes_away() {
+    let mut w = World::new();
+    let svc = service("s").annotation("service.kubernetes.io/topology-mode", "Auto").build();
+    let p: Vec<PodInfo> = ["node-a", "node-b", "node-c"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| pod(&format!("p{i}")).ip(&format!("10.0.0.{i}")).node(n).ready(true).build())
+        .collect();
+    let state = apply(&[], &w.plan(&svc, &p, &[]));
+    let plain = service("s").build();
+    let plan = w.plan(&plain, &p, &state);
+    assert_eq!(plan.events[0].reason, "TopologyAwareHintsDisabled");
+    assert_eq!(plan.batches[0].update.len(), 1);
+    assert!(plan.batches[0].update[0].endpoints.iter().all(|e| e.hints.is_none()));
+}
+
+#[test]
+fn annotation_wins_over_traffic_distribution() {
+    let mut w = World::new();
+    let svc = service("s")
+        .annotation("service.kubernetes.io/topology-mode", "Auto")
+        .traffic_distribution("PreferSameNode")
+        .build();
+    let p = vec![pod("a").ip("10.0.0.1").ready(true).build()];
+    let plan = w.plan(&svc, &p, &[]);
+    // One endpoint for three zones: topology refuses, and no node hints appear either.
+    assert_eq!(plan.events[0].reason, "TopologyAwareHintsDisabled");
+    assert_eq!(plan.batches[0].create[0].endpoints[0].hints, None);
+    assert_eq!(plan.traffic_distribution_label, "");
+}
+
+#[test]
+fn traffic_distribution_prefer_same_node_sets_node_and_zone_hints() {
+    let mut w = World::new();
+    let svc = service("s").traffic_distribution("PreferSameNode").build();
+    let p = vec![pod("a").ip("10.0.0.1").ready(true).build()];
+    let plan = w.plan(&svc, &p, &[]);
+    let hints = plan.batches[0].create[0].endpoints[0].hints.clone().unwrap();
+    assert_eq!(hints.for_zones.unwrap()[0].name, "za");
+    assert_eq!(hints.for_nodes.unwrap()[0].name, "node-a");
+}
+
+#[test]
+fn trigger_time_annotation_is_written_on_changed_slices() {
+    let mut w = World::new();
+    let plan = w.plan(&service("s").build(), &pods(1), &[]);
+    let annotations = plan.batches[0].create[0].metadata.annotations.clone().unwrap();
+    assert_eq!(annotations["endpoints.kubernetes.io/last-change-trigger-time"], "2026-01-01T00:00:00Z");
+}
+
+#[test]
+fn headless_service_without_ports_publishes_port_less_endpoints() {
+    let mut w = World::new();
+    let svc = service("s").cluster_ip("None").build();
+    let plan = w.plan(&svc, &pods(2), &[]);
+    let slice = &plan.batches[0].create[0];
+    assert_eq!(slice.ports, None);
+    assert_eq!(slice.endpoints.len(), 2);
+    assert_eq!(slice.metadata.labels.as_ref().unwrap()["service.kubernetes.io/headless"], "");
+}
+
+#[test]
+fn metrics_figures_count_endpoints_and_slices() {
+    let mut w = World::new();
+    let plan = w.plan(&service("s").build(), &pods(250), &[]);
+    let (t, figures) = &plan.figures[0];
+    assert_eq!(*t, AddressType::IPv4);
+    assert_eq!(figures.added, 250);
+    let group = figures.groups.values().next().unwrap();
+    assert_eq!((group.endpoints, group.slices), (250, 3));
+}
+
+#[test]
+fn failure_event_names_the_service() {
+    let e = failure_event("ns", "s", &["boom".into()]);
+    assert_eq!(e.reason, "FailedToUpdateEndpointSlices");
+    assert_eq!(e.message, "Error updating Endpoint Slices for Service ns/s: boom");
+}

@@ -1,0 +1,228 @@
+//! Builders for tests: `pod("a").ip("10.0.0.1").ready(true).build()` and friends.
+//! Shared by this crate's tests and, through the `testing` feature, by the other crates.
+
+use crate::projection::{NamedPort, NodeInfo, PodInfo, ServiceInfo, ServicePortInfo, TargetPort};
+use crate::Timestamp;
+
+/// Parses an RFC 3339 timestamp; panics on a bad literal (tests only).
+pub fn ts(s: &str) -> Timestamp {
+    s.parse().expect("test timestamp literal")
+}
+
+/// Starts a pod in namespace `default`, uid `uid-<name>`, on node `node-a`, not ready.
+pub fn pod(name: &str) -> PodBuilder {
+    PodBuilder(PodInfo {
+        namespace: "default".into(),
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        resource_version: "1".into(),
+        node_name: "node-a".into(),
+        ..Default::default()
+    })
+}
+
+/// Builder for [`PodInfo`].
+#[derive(Debug, Clone)]
+pub struct PodBuilder(PodInfo);
+
+impl PodBuilder {
+    /// Sets the namespace.
+    pub fn ns(mut self, ns: &str) -> Self {
+        self.0.namespace = ns.into();
+        self
+    }
+    /// Appends a pod IP (the first also becomes `podIP`).
+    pub fn ip(mut self, ip: &str) -> Self {
+        if self.0.pod_ip.is_empty() {
+            self.0.pod_ip = ip.into();
+        }
+        self.0.ips.push(ip.into());
+        self
+    }
+    /// Sets readiness.
+    pub fn ready(mut self, ready: bool) -> Self {
+        self.0.ready = ready;
+        self
+    }
+    /// Sets the Ready condition's transition time.
+    pub fn ready_at(mut self, t: Timestamp) -> Self {
+        self.0.ready_transition = Some(t);
+        self
+    }
+    /// Marks the pod as being deleted.
+    pub fn deleting(mut self) -> Self {
+        self.0.deleting = true;
+        self
+    }
+    /// Marks the pod Failed.
+    pub fn failed(mut self) -> Self {
+        self.0.terminal = true;
+        self
+    }
+    /// Adds a label.
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        self.0.labels.insert(k.into(), v.into());
+        self
+    }
+    /// Sets hostname and subdomain.
+    pub fn hostname(mut self, hostname: &str, subdomain: &str) -> Self {
+        self.0.hostname = hostname.into();
+        self.0.subdomain = subdomain.into();
+        self
+    }
+    /// Sets the node.
+    pub fn node(mut self, node: &str) -> Self {
+        self.0.node_name = node.into();
+        self
+    }
+    /// Appends a container port (in FindPort search order).
+    pub fn port(mut self, name: &str, protocol: &str, port: i32) -> Self {
+        self.0.ports.push(NamedPort { name: name.into(), protocol: protocol.into(), port });
+        self
+    }
+    /// Sets the resourceVersion.
+    pub fn rv(mut self, rv: &str) -> Self {
+        self.0.resource_version = rv.into();
+        self
+    }
+    /// Sets the uid.
+    pub fn uid(mut self, uid: &str) -> Self {
+        self.0.uid = uid.into();
+        self
+    }
+    /// Finishes.
+    pub fn build(self) -> PodInfo {
+        self.0
+    }
+}
+
+/// Starts a ClusterIP IPv4 service in `default` selecting `app=<name>`, uid `uid-<name>`.
+pub fn service(name: &str) -> ServiceBuilder {
+    ServiceBuilder(ServiceInfo {
+        namespace: "default".into(),
+        name: name.into(),
+        uid: format!("uid-{name}"),
+        selector: Some([("app".to_owned(), name.to_owned())].into()),
+        type_: "ClusterIP".into(),
+        cluster_ip: "10.96.0.10".into(),
+        ip_families: vec!["IPv4".into()],
+        ..Default::default()
+    })
+}
+
+/// Builder for [`ServiceInfo`].
+#[derive(Debug, Clone)]
+pub struct ServiceBuilder(ServiceInfo);
+
+impl ServiceBuilder {
+    /// Sets the namespace.
+    pub fn ns(mut self, ns: &str) -> Self {
+        self.0.namespace = ns.into();
+        self
+    }
+    /// Sets the ClusterIP ("None" for headless).
+    pub fn cluster_ip(mut self, ip: &str) -> Self {
+        self.0.cluster_ip = ip.into();
+        self
+    }
+    /// Sets ipFamilies.
+    pub fn families(mut self, families: &[&str]) -> Self {
+        self.0.ip_families = families.iter().map(|f| f.to_string()).collect();
+        self
+    }
+    /// Adds a label.
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        self.0.labels.insert(k.into(), v.into());
+        self
+    }
+    /// Adds an annotation.
+    pub fn annotation(mut self, k: &str, v: &str) -> Self {
+        self.0.annotations.insert(k.into(), v.into());
+        self
+    }
+    /// Adds a port.
+    pub fn port(mut self, port: ServicePortBuilder) -> Self {
+        self.0.ports.push(port.0);
+        self
+    }
+    /// Sets publishNotReadyAddresses.
+    pub fn publish_not_ready(mut self) -> Self {
+        self.0.publish_not_ready_addresses = true;
+        self
+    }
+    /// Sets trafficDistribution.
+    pub fn traffic_distribution(mut self, v: &str) -> Self {
+        self.0.traffic_distribution = Some(v.into());
+        self
+    }
+    /// Sets the creation time.
+    pub fn created(mut self, t: Timestamp) -> Self {
+        self.0.creation_timestamp = Some(t);
+        self
+    }
+    /// Marks the service as being deleted.
+    pub fn deleting(mut self) -> Self {
+        self.0.deleting = true;
+        self
+    }
+    /// Finishes.
+    pub fn build(self) -> ServiceInfo {
+        self.0
+    }
+}
+
+/// Starts a TCP service port whose targetPort is the same number.
+pub fn service_port(name: &str, port: i32) -> ServicePortBuilder {
+    ServicePortBuilder(ServicePortInfo {
+        name: name.into(),
+        protocol: "TCP".into(),
+        port,
+        target_port: TargetPort::Number(port),
+        app_protocol: None,
+    })
+}
+
+/// Builder for [`ServicePortInfo`].
+#[derive(Debug, Clone)]
+pub struct ServicePortBuilder(pub ServicePortInfo);
+
+impl ServicePortBuilder {
+    /// Numeric targetPort.
+    pub fn target(mut self, n: i32) -> Self {
+        self.0.target_port = TargetPort::Number(n);
+        self
+    }
+    /// Named targetPort.
+    pub fn named(mut self, name: &str) -> Self {
+        self.0.target_port = TargetPort::Name(name.into());
+        self
+    }
+    /// Protocol.
+    pub fn protocol(mut self, p: &str) -> Self {
+        self.0.protocol = p.into();
+        self
+    }
+    /// appProtocol.
+    pub fn app_protocol(mut self, p: &str) -> Self {
+        self.0.app_protocol = Some(p.into());
+        self
+    }
+}
+
+impl std::ops::Deref for ServicePortBuilder {
+    type Target = ServicePortInfo;
+    fn deref(&self) -> &ServicePortInfo {
+        &self.0
+    }
+}
+
+/// A ready node with a zone and CPU in millicores.
+pub fn node(name: &str, zone: &str, cpu_millis: i64) -> NodeInfo {
+    NodeInfo {
+        name: name.into(),
+        zone: (!zone.is_empty()).then(|| zone.to_owned()),
+        ready: true,
+        control_plane: false,
+        cpu_millis,
+    }
+}
