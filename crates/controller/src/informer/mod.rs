@@ -1,0 +1,283 @@
+//! Informers: watch one kind, keep compact projections, tell a handler what changed.
+//!
+//! This is client-go's shared informer rebuilt on kube's [`watcher`]. Each object is
+//! projected as soon as it arrives (the caller's function keeps only the fields the
+//! controllers read) and the full object is dropped, so a cluster's pods cost a few hundred
+//! bytes each. The store is updated before the [`Handler`] hears of a change, handlers get
+//! the old and the new projection, and re-lists are diffed against the store (see
+//! [`relist`]) so that objects deleted while the watch was down still produce `on_delete`.
+//! [`Synced`] reports when the first complete list has been applied, which is when
+//! controllers may start their workers.
+
+pub mod relist;
+pub mod store;
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Resource};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+use tracing::{debug, warn};
+
+pub use relist::{Applier, Change};
+pub use store::{Index, IndexFn, ObjectKey, Store};
+
+/// Receives an informer's changes. Calls come from the informer's task one at a time, after
+/// the store already holds the new state, and must not block: handlers only decide which
+/// keys to queue.
+pub trait Handler<P>: Send + Sync {
+    /// An object appeared (or was listed for the first time).
+    fn on_add(&self, new: &Arc<P>);
+    /// An object changed; `old` is the projection the store held before.
+    fn on_update(&self, old: &Arc<P>, new: &Arc<P>);
+    /// An object was deleted, or vanished across a re-list; `old` is its last projection.
+    fn on_delete(&self, old: &Arc<P>);
+}
+
+impl<P, H: Handler<P>> Handler<P> for Arc<H> {
+    fn on_add(&self, new: &Arc<P>) {
+        (**self).on_add(new);
+    }
+    fn on_update(&self, old: &Arc<P>, new: &Arc<P>) {
+        (**self).on_update(old, new);
+    }
+    fn on_delete(&self, old: &Arc<P>) {
+        (**self).on_delete(old);
+    }
+}
+
+/// Whether an informer has applied its first complete list. Cloneable and cheap.
+#[derive(Debug, Clone)]
+pub struct Synced(watch::Receiver<bool>);
+
+impl Synced {
+    /// Whether the first list has been applied and its handler calls made.
+    pub fn is_synced(&self) -> bool {
+        *self.0.borrow()
+    }
+
+    /// Waits for the first list. Returns `false` if the informer stopped before that.
+    pub async fn wait(&mut self) -> bool {
+        self.0.wait_for(|synced| *synced).await.is_ok()
+    }
+
+    /// Waits for all of `informers`; `false` if any stopped before its first list.
+    pub async fn wait_all(informers: impl IntoIterator<Item = Synced>) -> bool {
+        for mut synced in informers {
+            if !synced.wait().await {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The caller's projection: the compact form of an object, or `None` to skip an object it
+/// cannot read (logged as a warning).
+pub type Projection<K, P> = dyn Fn(&K) -> Option<Arc<P>> + Send + Sync;
+
+/// An informer for objects of kind `K`, stored as projections `P`.
+pub struct Informer<K, P> {
+    api: Api<K>,
+    config: watcher::Config,
+    project: Box<Projection<K, P>>,
+    store: Store<P>,
+    synced: watch::Sender<bool>,
+}
+
+impl<K, P> Informer<K, P>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K::DynamicType: Default,
+    P: PartialEq + Send + Sync + 'static,
+{
+    /// An informer watching `api` with `config` (label selectors and the like; the default
+    /// config lists with plain paged lists, which any API server supports) and keeping
+    /// `project`'s output. Nothing happens until [`run`](Self::run).
+    pub fn new(
+        api: Api<K>,
+        config: watcher::Config,
+        project: impl Fn(&K) -> Option<Arc<P>> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            api,
+            config,
+            project: Box::new(project),
+            store: Store::new(),
+            synced: watch::Sender::new(false),
+        }
+    }
+
+    /// The store this informer fills. Add indexes before [`run`](Self::run) or later; late
+    /// indexes are filled from what is stored.
+    pub fn store(&self) -> Store<P> {
+        self.store.clone()
+    }
+
+    /// A handle that reports when the first list has been applied.
+    pub fn synced(&self) -> Synced {
+        Synced(self.synced.subscribe())
+    }
+
+    /// Watches until `shutdown` completes, updating the store and calling `handler`.
+    ///
+    /// Watch errors are logged and retried with kube's default backoff (0.8s doubling to
+    /// 30s, reset after two quiet minutes); they never end the informer.
+    pub async fn run(self, handler: impl Handler<P>, shutdown: impl Future<Output = ()>) {
+        let kind = K::kind(&K::DynamicType::default()).into_owned();
+        let events = watcher(self.api, self.config).default_backoff();
+        let mut events = std::pin::pin!(events);
+        let mut shutdown = std::pin::pin!(shutdown);
+        let mut applier = Applier::new(self.store.clone());
+        loop {
+            let event = tokio::select! {
+                biased;
+                () = &mut shutdown => break,
+                event = events.next() => event,
+            };
+            match event {
+                Some(Ok(event)) => {
+                    let Some(change) = project_event(event, &*self.project, &kind) else {
+                        continue;
+                    };
+                    if applier.apply(change, &handler) && !*self.synced.borrow() {
+                        debug!(kind, objects = self.store.len(), "informer synced");
+                        self.synced.send_replace(true);
+                    }
+                }
+                Some(Err(error)) => {
+                    warn!(kind, %error, "watch failed; retrying after backoff");
+                }
+                None => break,
+            }
+        }
+        debug!(kind, "informer stopped");
+    }
+}
+
+/// The key of an object, or `None` (with a warning) when it has no name.
+fn object_key<K: Resource>(object: &K, kind: &str) -> Option<ObjectKey> {
+    let meta = object.meta();
+    let Some(name) = meta.name.clone() else {
+        warn!(kind, "skipping an object without a name");
+        return None;
+    };
+    Some(ObjectKey {
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        name,
+    })
+}
+
+/// Projects one watcher event; `None` when the event carries an object without a name.
+fn project_event<K: Resource, P>(
+    event: watcher::Event<K>,
+    project: &Projection<K, P>,
+    kind: &str,
+) -> Option<Change<P>> {
+    let projected = |object: &K, key: &ObjectKey| {
+        let projection = project(object);
+        if projection.is_none() {
+            warn!(kind, object = %key, "skipping an object the projection cannot read");
+        }
+        projection
+    };
+    Some(match event {
+        watcher::Event::Apply(object) => {
+            let key = object_key(&object, kind)?;
+            let projection = projected(&object, &key);
+            Change::Apply(key, projection)
+        }
+        watcher::Event::Delete(object) => Change::Delete(object_key(&object, kind)?),
+        watcher::Event::Init => Change::Init,
+        watcher::Event::InitApply(object) => {
+            let key = object_key(&object, kind)?;
+            let projection = projected(&object, &key);
+            Change::InitApply(key, projection)
+        }
+        watcher::Event::InitDone => Change::InitDone,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::ObjectMeta;
+
+    use super::*;
+
+    fn pod(namespace: Option<&str>, name: Option<&str>) -> Pod {
+        Pod {
+            metadata: ObjectMeta {
+                namespace: namespace.map(str::to_string),
+                name: name.map(str::to_string),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        }
+    }
+
+    fn name_of(pod: &Pod) -> Option<Arc<String>> {
+        pod.metadata.name.clone().map(Arc::new)
+    }
+
+    #[test]
+    fn events_are_keyed_by_namespace_and_name() {
+        let change = project_event(
+            watcher::Event::Apply(pod(Some("ns"), Some("web"))),
+            &name_of,
+            "Pod",
+        );
+        match change {
+            Some(Change::Apply(key, Some(name))) => {
+                assert_eq!(key, ObjectKey::new("ns", "web"));
+                assert_eq!(*name, "web");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn objects_without_a_name_are_skipped() {
+        let change = project_event(
+            watcher::Event::Apply(pod(Some("ns"), None)),
+            &name_of,
+            "Pod",
+        );
+        assert!(change.is_none());
+    }
+
+    #[test]
+    fn a_rejected_projection_is_passed_on_as_none() {
+        let reject = |_: &Pod| -> Option<Arc<String>> { None };
+        let change = project_event(
+            watcher::Event::InitApply(pod(None, Some("node-1"))),
+            &reject,
+            "Pod",
+        );
+        match change {
+            Some(Change::InitApply(key, None)) => assert_eq!(key, ObjectKey::cluster("node-1")),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn synced_reports_a_stopped_informer_as_never_synced() {
+        let (tx, rx) = watch::channel(false);
+        let mut synced = Synced(rx);
+        assert!(!synced.is_synced());
+        drop(tx);
+        assert!(!synced.wait().await);
+    }
+
+    #[tokio::test]
+    async fn synced_wait_returns_once_set() {
+        let (tx, rx) = watch::channel(false);
+        let synced = Synced(rx);
+        tx.send_replace(true);
+        assert!(Synced::wait_all([synced.clone(), synced]).await);
+    }
+}

@@ -1,0 +1,244 @@
+//! Turning watcher events into store changes and handler calls, re-lists included.
+//!
+//! kube's watcher restarts with a fresh list (`Init`, `InitApply`..., `InitDone`) whenever
+//! its watch cannot resume, and says that anything not re-listed must be taken as deleted.
+//! kube's reflector only swaps its buffer into the store at `InitDone` and tells nobody what
+//! went away, which would leave a deleted pod in a service's endpoints until the next sync.
+//! So the re-list is diffed against the store here: what vanished gets `on_delete`, what
+//! changed gets `on_update`, what is new gets `on_add`, and what is equal stays silent. This
+//! code is plain and synchronous so that it is tested without any server.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::store::{ObjectKey, Store};
+use super::Handler;
+
+/// One watcher event after projection. A `None` projection is an object the caller's
+/// projection rejected.
+#[derive(Debug)]
+pub enum Change<P> {
+    /// An object was added or modified.
+    Apply(ObjectKey, Option<Arc<P>>),
+    /// An object was deleted.
+    Delete(ObjectKey),
+    /// A re-list starts.
+    Init,
+    /// An object of the re-list.
+    InitApply(ObjectKey, Option<Arc<P>>),
+    /// The re-list is complete.
+    InitDone,
+}
+
+/// Applies [`Change`]s to a store and calls the handler for each difference.
+pub struct Applier<P> {
+    store: Store<P>,
+    /// The objects of a re-list in progress.
+    relist: Option<HashMap<ObjectKey, Arc<P>>>,
+}
+
+impl<P: PartialEq + Send + Sync + 'static> Applier<P> {
+    /// An applier writing into `store`.
+    pub fn new(store: Store<P>) -> Self {
+        Self {
+            store,
+            relist: None,
+        }
+    }
+
+    /// Applies one change: the store is updated first, then the handler is called, so a
+    /// handler (or a worker it wakes) reads the new state. Returns `true` when the change
+    /// completed a re-list.
+    pub fn apply(&mut self, change: Change<P>, handler: &impl Handler<P>) -> bool {
+        match change {
+            Change::Apply(key, Some(new)) => {
+                match self.store.insert(key, Arc::clone(&new)) {
+                    Some(old) => handler.on_update(&old, &new),
+                    None => handler.on_add(&new),
+                }
+                false
+            }
+            // A rejected object must not linger with its previous, now outdated, projection.
+            Change::Apply(key, None) | Change::Delete(key) => {
+                if let Some(old) = self.store.remove(&key) {
+                    handler.on_delete(&old);
+                }
+                false
+            }
+            Change::Init => {
+                self.relist = Some(HashMap::new());
+                false
+            }
+            Change::InitApply(key, object) => {
+                let relist = self.relist.get_or_insert_with(HashMap::new);
+                match object {
+                    Some(object) => {
+                        relist.insert(key, object);
+                    }
+                    // Left out of the re-list, so a stored projection of it is deleted below.
+                    None => {
+                        relist.remove(&key);
+                    }
+                }
+                false
+            }
+            Change::InitDone => {
+                let listed = self.relist.take().unwrap_or_default();
+                let replaced = self.store.replace(listed);
+                for (_, old) in &replaced.removed {
+                    handler.on_delete(old);
+                }
+                for (_, old, new) in &replaced.updated {
+                    handler.on_update(old, new);
+                }
+                for (_, new) in &replaced.added {
+                    handler.on_add(new);
+                }
+                true
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct Pod {
+        name: &'static str,
+        version: u32,
+    }
+
+    fn key(name: &str) -> ObjectKey {
+        ObjectKey::new("default", name)
+    }
+
+    fn pod(name: &'static str, version: u32) -> Option<Arc<Pod>> {
+        Some(Arc::new(Pod { name, version }))
+    }
+
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+
+    impl Recorder {
+        fn take(&self) -> Vec<String> {
+            std::mem::take(&mut *self.0.lock().unwrap())
+        }
+    }
+
+    impl Handler<Pod> for Recorder {
+        fn on_add(&self, new: &Arc<Pod>) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("add {} v{}", new.name, new.version));
+        }
+        fn on_update(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
+            self.0.lock().unwrap().push(format!(
+                "update {} v{}->v{}",
+                new.name, old.version, new.version
+            ));
+        }
+        fn on_delete(&self, old: &Arc<Pod>) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("delete {} v{}", old.name, old.version));
+        }
+    }
+
+    fn listed(applier: &mut Applier<Pod>, handler: &Recorder, pods: &[(&'static str, u32)]) {
+        applier.apply(Change::Init, handler);
+        for &(name, version) in pods {
+            applier.apply(Change::InitApply(key(name), pod(name, version)), handler);
+        }
+        assert!(applier.apply(Change::InitDone, handler));
+    }
+
+    #[test]
+    fn first_list_adds_every_object_only_when_the_list_is_done() {
+        let store = Store::new();
+        let mut applier = Applier::new(store.clone());
+        let handler = Recorder::default();
+        applier.apply(Change::Init, &handler);
+        applier.apply(Change::InitApply(key("b"), pod("b", 1)), &handler);
+        applier.apply(Change::InitApply(key("a"), pod("a", 1)), &handler);
+        assert!(handler.take().is_empty());
+        assert!(store.is_empty());
+        assert!(applier.apply(Change::InitDone, &handler));
+        assert_eq!(handler.take(), ["add a v1", "add b v1"]);
+        assert_eq!(store.len(), 2);
+    }
+
+    #[test]
+    fn watch_events_add_update_and_delete_with_the_stored_old_object() {
+        let store = Store::new();
+        let mut applier = Applier::new(store.clone());
+        let handler = Recorder::default();
+        listed(&mut applier, &handler, &[]);
+        applier.apply(Change::Apply(key("a"), pod("a", 1)), &handler);
+        applier.apply(Change::Apply(key("a"), pod("a", 2)), &handler);
+        applier.apply(Change::Delete(key("a")), &handler);
+        applier.apply(Change::Delete(key("never-seen")), &handler);
+        assert_eq!(
+            handler.take(),
+            ["add a v1", "update a v1->v2", "delete a v2"]
+        );
+        assert!(store.is_empty());
+    }
+
+    #[test]
+    fn relist_synthesises_deletes_for_objects_that_vanished() {
+        let store = Store::new();
+        let mut applier = Applier::new(store.clone());
+        let handler = Recorder::default();
+        listed(&mut applier, &handler, &[("a", 1), ("b", 1), ("c", 1)]);
+        handler.take();
+        listed(&mut applier, &handler, &[("b", 1)]);
+        assert_eq!(handler.take(), ["delete a v1", "delete c v1"]);
+        assert_eq!(store.keys(), [key("b")]);
+    }
+
+    #[test]
+    fn relist_reports_changed_objects_as_updates_and_keeps_equal_ones_silent() {
+        let store = Store::new();
+        let mut applier = Applier::new(store.clone());
+        let handler = Recorder::default();
+        listed(&mut applier, &handler, &[("a", 1), ("b", 1)]);
+        handler.take();
+        let unchanged = store.get(&key("b")).unwrap();
+        listed(&mut applier, &handler, &[("a", 2), ("b", 1), ("d", 1)]);
+        assert_eq!(handler.take(), ["update a v1->v2", "add d v1"]);
+        assert!(Arc::ptr_eq(&unchanged, &store.get(&key("b")).unwrap()));
+    }
+
+    #[test]
+    fn an_object_the_projection_rejects_is_removed_from_the_store() {
+        let store = Store::new();
+        let mut applier = Applier::new(store.clone());
+        let handler = Recorder::default();
+        listed(&mut applier, &handler, &[("a", 1), ("b", 1)]);
+        handler.take();
+        applier.apply(Change::Apply(key("a"), None), &handler);
+        assert_eq!(handler.take(), ["delete a v1"]);
+        applier.apply(Change::Init, &handler);
+        applier.apply(Change::InitApply(key("b"), None), &handler);
+        applier.apply(Change::InitDone, &handler);
+        assert_eq!(handler.take(), ["delete b v1"]);
+        assert!(store.is_empty());
+    }
+
+    #[test]
+    fn store_is_unchanged_while_a_relist_is_in_progress() {
+        let store = Store::new();
+        let mut applier = Applier::new(store.clone());
+        let handler = Recorder::default();
+        listed(&mut applier, &handler, &[("a", 1)]);
+        applier.apply(Change::Init, &handler);
+        applier.apply(Change::InitApply(key("b"), pod("b", 1)), &handler);
+        assert_eq!(store.keys(), [key("a")]);
+    }
+}
