@@ -1,0 +1,267 @@
+//! The Kubernetes API client the controllers use: no hidden retries, bounded requests, and
+//! kube-controller-manager's client-side rate limit.
+//!
+//! kube 5 retries 429, 503 and 504 responses by default (`Config::default_retry`, a tower
+//! retry layer). We turn that off: a failed write must fail the sync so that the work queue
+//! retries the whole service with its backoff, reading fresh state, as upstream does; a
+//! retry below the queue would also repeat requests the rate limit already paid for. Requests
+//! are limited like client-go's `--kube-api-qps`/`--kube-api-burst` token bucket, as a tower
+//! layer in front of the whole stack, so that every request (watch starts included) takes a
+//! token.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+use kube::client::ClientBuilder;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use tokio::time::{Instant, Sleep};
+
+use crate::token_bucket::TokenBucket;
+
+/// How to reach the API server and how hard to use it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientSettings {
+    /// `--kubeconfig`: a kubeconfig file; without it, `KUBECONFIG`, `~/.kube/config` and then
+    /// the in-cluster service account are tried, in that order.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--kube-api-qps`: sustained requests per second (20 by default). Zero or less means
+    /// no limit.
+    pub qps: f32,
+    /// `--kube-api-burst`: requests allowed at once above the sustained rate (30 by default).
+    pub burst: u32,
+    /// Longest wait to open a connection.
+    pub connect_timeout: Duration,
+    /// Longest wait for the next bytes of a response. It must exceed the watch timeout
+    /// (kube's watcher asks the server to end each watch after 290s), or quiet watches
+    /// would be cut; 300s by default, and counted from each write so that a pooled
+    /// connection's idle time does not count against a new request.
+    pub read_timeout: Duration,
+    /// Longest wait to send a request.
+    pub write_timeout: Duration,
+}
+
+impl Default for ClientSettings {
+    fn default() -> Self {
+        Self {
+            kubeconfig: None,
+            qps: 20.0,
+            burst: 30,
+            connect_timeout: Duration::from_secs(30),
+            read_timeout: Duration::from_secs(300),
+            write_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Why a client could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The kubeconfig file named by `--kubeconfig` could not be read or parsed.
+    #[error("cannot read kubeconfig {path}")]
+    ReadKubeconfig {
+        /// The file named by `--kubeconfig`.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// The kubeconfig was read but does not describe a usable cluster and user.
+    #[error("cannot use kubeconfig {path}")]
+    UseKubeconfig {
+        /// The file named by `--kubeconfig`.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// Neither a kubeconfig nor an in-cluster service account was found.
+    #[error("no kubeconfig found and not running in a cluster")]
+    Infer(#[source] kube::config::InferConfigError),
+    /// The client could not be set up from a valid config (TLS or auth setup).
+    #[error("cannot build the API client")]
+    Build(#[source] kube::Error),
+}
+
+/// Builds the client from `--kubeconfig` (or the inferred config) and the settings.
+pub async fn build_client(settings: &ClientSettings) -> Result<Client, ClientError> {
+    let config = match &settings.kubeconfig {
+        Some(path) => {
+            let kubeconfig =
+                Kubeconfig::read_from(path).map_err(|source| ClientError::ReadKubeconfig {
+                    path: path.clone(),
+                    source,
+                })?;
+            Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|source| ClientError::UseKubeconfig {
+                    path: path.clone(),
+                    source,
+                })?
+        }
+        None => Config::infer().await.map_err(ClientError::Infer)?,
+    };
+    client_from_config(config, settings)
+}
+
+/// Builds the client from a loaded `config`, applying the settings' timeouts and rate limit
+/// and turning kube's retries off.
+pub fn client_from_config(
+    mut config: Config,
+    settings: &ClientSettings,
+) -> Result<Client, ClientError> {
+    config.default_retry = false;
+    config.connect_timeout = Some(settings.connect_timeout);
+    config.read_timeout = Some(settings.read_timeout);
+    config.reset_reader_on_write = true;
+    config.write_timeout = Some(settings.write_timeout);
+    let limit = QpsLimitLayer::new(f64::from(settings.qps), settings.burst);
+    let builder = ClientBuilder::try_from(config).map_err(ClientError::Build)?;
+    Ok(builder.with_layer(&limit).build())
+}
+
+/// A tower layer making every request wait for a token from a shared bucket, like
+/// client-go's `flowcontrol.NewTokenBucketRateLimiter(qps, burst)`. Clones share the bucket.
+#[derive(Debug, Clone)]
+pub struct QpsLimitLayer {
+    bucket: Arc<TokenBucket>,
+}
+
+impl QpsLimitLayer {
+    /// A limit of `qps` requests per second with bursts of `burst`; `qps <= 0` disables it.
+    pub fn new(qps: f64, burst: u32) -> Self {
+        Self {
+            bucket: Arc::new(TokenBucket::new(qps, burst)),
+        }
+    }
+}
+
+impl<S> tower::Layer<S> for QpsLimitLayer {
+    type Service = QpsLimit<S>;
+
+    fn layer(&self, inner: S) -> QpsLimit<S> {
+        QpsLimit {
+            inner,
+            bucket: Arc::clone(&self.bucket),
+            wait: None,
+            permitted: false,
+        }
+    }
+}
+
+/// The service made by [`QpsLimitLayer`]: not ready until the bucket grants a token.
+pub struct QpsLimit<S> {
+    inner: S,
+    bucket: Arc<TokenBucket>,
+    /// The wait for a reserved token, if one is reserved but not yet due.
+    wait: Option<Pin<Box<Sleep>>>,
+    /// Whether a token is held for the next call.
+    permitted: bool,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for QpsLimit<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QpsLimit")
+            .field("inner", &self.inner)
+            .field("permitted", &self.permitted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, R> tower::Service<R> for QpsLimit<S>
+where
+    S: tower::Service<R>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        if !self.permitted {
+            if self.wait.is_none() {
+                let delay = self.bucket.reserve();
+                if delay.is_zero() {
+                    self.permitted = true;
+                } else {
+                    self.wait = Some(Box::pin(tokio::time::sleep_until(Instant::now() + delay)));
+                }
+            }
+            if let Some(wait) = self.wait.as_mut() {
+                ready!(wait.as_mut().poll(cx));
+                self.wait = None;
+                self.permitted = true;
+            }
+        }
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: R) -> Self::Future {
+        // The token is spent by this request; the next one reserves its own.
+        self.permitted = false;
+        self.inner.call(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use tower::{Layer, Service, ServiceExt};
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn requests_past_the_burst_wait_for_the_rate() {
+        let layer = QpsLimitLayer::new(10.0, 2);
+        let mut service = layer.layer(tower::service_fn(
+            |n: u32| async move { Ok::<_, Infallible>(n) },
+        ));
+        let start = Instant::now();
+        for n in 0..4 {
+            assert_eq!(service.ready().await.unwrap().call(n).await.unwrap(), n);
+        }
+        // Two from the burst, then one every 100ms.
+        assert_eq!(start.elapsed(), Duration::from_millis(200));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn clones_of_the_layer_share_one_bucket() {
+        let layer = QpsLimitLayer::new(1.0, 1);
+        let echo = || tower::service_fn(|n: u32| async move { Ok::<_, Infallible>(n) });
+        let mut a = layer.layer(echo());
+        let mut b = layer.clone().layer(echo());
+        let start = Instant::now();
+        a.ready().await.unwrap().call(1).await.unwrap();
+        b.ready().await.unwrap().call(2).await.unwrap();
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn defaults_match_kube_controller_manager() {
+        let settings = ClientSettings::default();
+        assert_eq!(settings.qps, 20.0);
+        assert_eq!(settings.burst, 30);
+    }
+
+    #[tokio::test]
+    async fn client_is_built_without_kube_retries() {
+        let config = Config::new("http://127.0.0.1:1".parse().unwrap());
+        assert!(client_from_config(config, &ClientSettings::default()).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_missing_kubeconfig_file_is_reported_with_its_path() {
+        let settings = ClientSettings {
+            kubeconfig: Some(PathBuf::from("/nonexistent/kubeconfig")),
+            ..ClientSettings::default()
+        };
+        match build_client(&settings).await {
+            Err(error) => assert!(error.to_string().contains("/nonexistent/kubeconfig")),
+            Ok(_) => panic!("a missing kubeconfig must fail"),
+        }
+    }
+}
