@@ -22,7 +22,11 @@ impl Default for ClusterIpAllocator {
         Self {
             // 10.96.0.0/12 is kubeadm's default service range; .1 is the `kubernetes` Service.
             next_v4: u32::from(std::net::Ipv4Addr::new(10, 96, 0, 10)),
-            next_v6: u128::from("fd00:10:96::a".parse::<std::net::Ipv6Addr>().expect("literal")),
+            next_v6: u128::from(
+                "fd00:10:96::a"
+                    .parse::<std::net::Ipv6Addr>()
+                    .expect("literal"),
+            ),
         }
     }
 }
@@ -55,7 +59,10 @@ pub fn default_service(service: &mut Service, ips: &mut ClusterIpAllocator) {
     let Some(spec) = service.spec.as_mut() else {
         return;
     };
-    let type_ = spec.type_.get_or_insert_with(|| "ClusterIP".to_owned()).clone();
+    let type_ = spec
+        .type_
+        .get_or_insert_with(|| "ClusterIP".to_owned())
+        .clone();
     // The API server drops empty maps on storage: `selector: {}` reads back as no selector.
     if spec.selector.as_ref().is_some_and(|s| s.is_empty()) {
         spec.selector = None;
@@ -81,13 +88,21 @@ pub fn default_service(service: &mut Service, ips: &mut ClusterIpAllocator) {
         .clone();
     if spec.ip_families.as_ref().is_none_or(|f| f.is_empty()) {
         let mut families: Vec<String> = Vec::new();
-        if let Some(ip) = spec.cluster_ip.as_deref().filter(|ip| !ip.is_empty() && *ip != "None") {
+        if let Some(ip) = spec
+            .cluster_ip
+            .as_deref()
+            .filter(|ip| !ip.is_empty() && *ip != "None")
+        {
             families.push(family_of(ip).unwrap_or("IPv4").to_owned());
         } else {
             families.push("IPv4".to_owned());
         }
         if policy != "SingleStack" && families.len() == 1 {
-            let other = if families[0] == "IPv4" { "IPv6" } else { "IPv4" };
+            let other = if families[0] == "IPv4" {
+                "IPv6"
+            } else {
+                "IPv4"
+            };
             families.push(other.to_owned());
         }
         spec.ip_families = Some(families);
@@ -140,12 +155,18 @@ mod tests {
     use k8s_openapi::api::core::v1::{ServicePort, ServiceSpec};
 
     fn service(spec: ServiceSpec) -> Service {
-        Service { spec: Some(spec), ..Default::default() }
+        Service {
+            spec: Some(spec),
+            ..Default::default()
+        }
     }
 
     #[test]
     fn empty_selector_is_stored_as_none() {
-        let mut s = service(ServiceSpec { selector: Some(Default::default()), ..Default::default() });
+        let mut s = service(ServiceSpec {
+            selector: Some(Default::default()),
+            ..Default::default()
+        });
         default_service(&mut s, &mut ClusterIpAllocator::default());
         assert_eq!(s.spec.unwrap().selector, None);
     }
@@ -153,7 +174,10 @@ mod tests {
     #[test]
     fn service_without_cluster_ip_gets_one_and_is_not_headless() {
         let mut s = service(ServiceSpec {
-            ports: Some(vec![ServicePort { port: 80, ..Default::default() }]),
+            ports: Some(vec![ServicePort {
+                port: 80,
+                ..Default::default()
+            }]),
             ..Default::default()
         });
         default_service(&mut s, &mut ClusterIpAllocator::default());
@@ -174,7 +198,10 @@ mod tests {
         });
         default_service(&mut s, &mut ClusterIpAllocator::default());
         let spec = s.spec.unwrap();
-        assert_eq!(spec.ip_families, Some(vec!["IPv4".to_owned(), "IPv6".to_owned()]));
+        assert_eq!(
+            spec.ip_families,
+            Some(vec!["IPv4".to_owned(), "IPv6".to_owned()])
+        );
         assert_eq!(spec.cluster_ips, Some(vec!["None".to_owned()]));
     }
 

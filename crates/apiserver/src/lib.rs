@@ -1,1 +1,300 @@
-//! Embedded API server.
+//! Embedded in-memory Kubernetes API server for development and tests.
+//!
+//! It speaks the part of the Kubernetes REST API that the Endpoints and EndpointSlice
+//! controllers and kubectl use, for namespaces, nodes, pods, services, endpoints,
+//! endpointslices, events (core and `events.k8s.io`) and leases: discovery, get, list and
+//! watch with selectors, create, update, the status subresource, four patch formats, delete
+//! with finalizers, and the namespace lifecycle. It is a test and development server, not a
+//! control plane: there is no authentication, admission webhooks, field management or
+//! persistence.
+//!
+//! ```text
+//!  kube::Client (in-process) ──┐
+//!                              ├──> axum Router ──> rest::{discovery, read, watch, write, patch}
+//!  kubectl / TCP clients ──────┘        │ faults                     │
+//!                                       v                            v
+//!                                   request counts      admission ──> store ──> history ──> watches
+//! ```
+//!
+//! # Clients
+//!
+//! In-process, with no socket: [`ApiServer::service`] returns the axum `Router`, which is a
+//! tower `Service` over any body with `Bytes` chunks, so `kube::Client::new` takes it directly.
+//! The crate therefore does not depend on kube (it is only a dev-dependency for the tests):
+//!
+//! ```ignore
+//! let server = apiserver::ApiServer::new(apiserver::Config::default());
+//! let client = kube::Client::new(server.service(), "default");
+//! ```
+//!
+//! Over TCP: [`ApiServer::start`] binds `127.0.0.1:0` (or [`Config::bind`]) and serves until
+//! the handle is shut down or dropped. [`ApiServerHandle::url`] gives `http://127.0.0.1:PORT`
+//! and [`ApiServerHandle::write_kubeconfig`] writes a kubeconfig kubectl and
+//! `kube::Config::from_custom_kubeconfig` can use. To serve on your own listener, use
+//! [`ApiServer::serve`].
+//!
+//! # Behaviour worth knowing
+//!
+//! - One resourceVersion counter for all kinds; every write bumps it. Watches replay from a
+//!   bounded history ([`Config::history_window`]) and answer an older resourceVersion with an
+//!   ERROR event holding a 410 `Expired` Status.
+//! - Like kube-apiserver, creating a pod or service ignores its `status`; write status through
+//!   the `/status` subresource, or load objects with [`ApiServer::apply_objects`], which does it.
+//! - Services and pods are defaulted as the real server does ([`defaults`]): ClusterIPs are
+//!   allocated, port protocols filled in, an empty selector stored as none.
+//! - EndpointSlice `generation` bumps when anything outside `metadata` changes; a Service's when
+//!   its `spec` changes.
+//! - A pod without finalizers is removed at once on delete (there is no kubelet).
+//! - Deleting a namespace marks it Terminating, deletes its content at once, and removes it when
+//!   nothing is left; creates in it meanwhile get a 403 with cause `NamespaceTerminating`.
+//!
+//! # Faults
+//!
+//! [`ApiServer::faults`] returns the [`Faults`] of the server, which can fail requests by verb and
+//! resource (500, 429 or 409, by rate or a fixed count), add latency, close watches (now, at a
+//! time, or after a number of events) and answer the next watch with a 410. Random decisions
+//! follow [`Config::seed`].
+
+#![warn(missing_docs)]
+
+mod admission;
+pub mod defaults;
+mod faults;
+mod history;
+mod kubeconfig;
+mod load;
+mod random;
+mod resources;
+mod rest;
+mod selectors;
+mod state;
+mod status;
+mod store;
+mod strategic_merge;
+mod transport;
+
+pub use faults::{FaultResponse, Faults};
+pub use load::{LoadError, HOLD_FINALIZER};
+pub use status::ApiError;
+pub use transport::serve;
+
+use serde_json::{json, Value};
+use state::Shared;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Settings of one server.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where [`ApiServer::start`] listens. Defaults to `127.0.0.1:0` (any free port).
+    pub bind: SocketAddr,
+    /// How many changes the watch history keeps; a watch from before them gets a 410.
+    pub history_window: usize,
+    /// Seed for generated names, uids and fault decisions.
+    pub seed: u64,
+    /// How often a watch that allows bookmarks gets one.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            history_window: 10_000,
+            seed: 1,
+            bookmark_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Request counts by `(verb, resource)`, e.g. `("update", "endpointslices")` or
+/// `("update", "pods/status")`.
+pub type RequestCounts = BTreeMap<(String, String), u64>;
+
+/// An in-memory API server. Cheap to clone; clones share the same state.
+#[derive(Debug, Clone)]
+pub struct ApiServer {
+    shared: Arc<Shared>,
+    router: axum::Router,
+}
+
+/// The namespaces every cluster starts with.
+const INITIAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public", "kube-node-lease"];
+
+impl ApiServer {
+    /// A server holding only the initial namespaces (`default`, `kube-system`, `kube-public`,
+    /// `kube-node-lease`).
+    pub fn new(config: Config) -> Self {
+        let shared = Arc::new(Shared::new(
+            config.history_window,
+            config.seed,
+            config.bookmark_interval,
+        ));
+        shared.write(|cluster| {
+            for name in INITIAL_NAMESPACES {
+                let ns = json!({"metadata": {"name": name}});
+                if let Err(e) = rest::create(cluster, resources::namespaces(), None, ns) {
+                    tracing::error!(namespace = name, error = %e, "creating an initial namespace failed");
+                }
+            }
+        });
+        let router = rest::router(shared.clone());
+        Self { shared, router }
+    }
+
+    /// Binds [`Config::bind`] and serves over TCP in a background task.
+    pub async fn start(config: Config) -> std::io::Result<ApiServerHandle> {
+        let listener = TcpListener::bind(config.bind).await?;
+        let addr = listener.local_addr()?;
+        let server = Self::new(config);
+        let (stop, stopped) = oneshot::channel::<()>();
+        let serving = server.clone();
+        let task = tokio::spawn(async move {
+            serving
+                .serve(listener, async move {
+                    // A dropped sender means the handle is gone: stop as well.
+                    let _stop_or_dropped = stopped.await;
+                })
+                .await
+        });
+        Ok(ApiServerHandle {
+            server,
+            addr,
+            stop: Some(stop),
+            task: Some(task),
+        })
+    }
+
+    /// Serves over `listener` until `shutdown` completes; open watches end at that point.
+    pub async fn serve(
+        &self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let shared = self.shared.clone();
+        transport::serve(self.router.clone(), listener, async move {
+            shutdown.await;
+            shared.stop_watches();
+        })
+        .await
+    }
+
+    /// The router as a tower `Service`, for `kube::Client::new(server.service(), "default")`.
+    pub fn service(&self) -> axum::Router {
+        self.router.clone()
+    }
+
+    /// The fault settings, changeable while the server runs.
+    pub fn faults(&self) -> &Faults {
+        &self.shared.faults
+    }
+
+    /// How many requests were served, by verb and resource (counted before faults apply).
+    pub fn request_counts(&self) -> RequestCounts {
+        self.shared
+            .counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Sets every request count back to zero.
+    pub fn reset_request_counts(&self) {
+        self.shared
+            .counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// The resourceVersion of the latest write.
+    pub fn resource_version(&self) -> u64 {
+        self.shared.read(|c| c.store.resource_version())
+    }
+
+    /// Forgets the watch history, so a watch resuming from any earlier resourceVersion gets a
+    /// 410 and must re-list (open watches are not affected until they reconnect).
+    pub fn compact_history(&self) {
+        self.shared.write(|c| c.store.compact_history());
+    }
+
+    /// Loads objects the way the conformance corpus was recorded: all created in order, then
+    /// the status of those with a status subresource written through it, then those carrying
+    /// `metadata.deletionTimestamp` deleted after being created with [`HOLD_FINALIZER`], so
+    /// they stay terminating. Namespaced objects without a namespace go to `default`. Returns
+    /// the objects as stored. Stops at the first object the server refuses.
+    pub fn apply_objects(&self, objects: Vec<Value>) -> Result<Vec<Value>, LoadError> {
+        load::apply_objects(&self.shared, objects)
+    }
+}
+
+/// A server running over TCP. Dereferences to its [`ApiServer`]; dropping it stops serving.
+#[derive(Debug)]
+pub struct ApiServerHandle {
+    server: ApiServer,
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl ApiServerHandle {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The server behind the handle.
+    pub fn server(&self) -> &ApiServer {
+        &self.server
+    }
+
+    /// A kubeconfig pointing at [`Self::url`], with a user without credentials.
+    pub fn kubeconfig(&self) -> String {
+        kubeconfig::render(&self.url())
+    }
+
+    /// Writes [`Self::kubeconfig`] to `path`.
+    pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        std::fs::write(path, self.kubeconfig())
+    }
+
+    /// Stops accepting connections, ends open watches and waits for the server task.
+    pub async fn shutdown(mut self) -> std::io::Result<()> {
+        if let Some(stop) = self.stop.take() {
+            // The receiver is gone only if the task already ended; the join below reports why.
+            let _already_stopped = stop.send(());
+        }
+        match self.task.take() {
+            Some(task) => task.await.map_err(std::io::Error::other)?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl std::ops::Deref for ApiServerHandle {
+    type Target = ApiServer;
+
+    fn deref(&self) -> &ApiServer {
+        &self.server
+    }
+}
+
+impl Drop for ApiServerHandle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _already_stopped = stop.send(());
+        }
+    }
+}

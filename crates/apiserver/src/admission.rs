@@ -1,0 +1,491 @@
+//! What the server does to an object before it is stored: names, uids, timestamps,
+//! generation, status rules, defaulting, and the namespace lifecycle check.
+//!
+//! These are the rules kube-apiserver's registry strategies and admission chain apply, cut down
+//! to what the controllers and kubectl can observe. They take the old object (if any) and the
+//! request body and return the object to store; the store itself stays rule-free.
+
+use crate::defaults::{default_pod, default_service, ClusterIpAllocator};
+use crate::random::SeededRng;
+use crate::resources::{GenerationRule, Resource};
+use crate::status::ApiError;
+use crate::store::{meta_str, remove_meta, set_meta, Store};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use serde_json::{json, Value};
+
+/// Namespaces that cannot be deleted, as on a real cluster.
+pub const PROTECTED_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
+
+/// A timestamp `seconds_from_now` in the future, as a Kubernetes `Time` string.
+pub fn timestamp(seconds_from_now: i64) -> Value {
+    // jiff is built without its `std` feature here, so read the clock through std.
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let seconds = i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX);
+    let nanos = i32::try_from(since_epoch.subsec_nanos()).unwrap_or(0);
+    let now = Timestamp::new(seconds, nanos).unwrap_or(Timestamp::UNIX_EPOCH);
+    let at = now
+        .checked_add(SignedDuration::from_secs(seconds_from_now))
+        .unwrap_or(now);
+    serde_json::to_value(Time(at)).unwrap_or(Value::Null)
+}
+
+/// Whether the object is being deleted.
+pub fn is_terminating(object: &Value) -> bool {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|t| !t.is_null())
+}
+
+/// Whether the object still has finalizers.
+pub fn has_finalizers(object: &Value) -> bool {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .is_some_and(|f| !f.is_empty())
+}
+
+/// Checks that a request body is an object of the resource's kind and returns it.
+pub fn parse_body(resource: &Resource, body: &[u8]) -> Result<Value, ApiError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
+    check_type(resource, &value)?;
+    Ok(value)
+}
+
+/// Rejects an object whose `apiVersion` or `kind`, when present, name another resource.
+pub fn check_type(resource: &Resource, value: &Value) -> Result<(), ApiError> {
+    if !value.is_object() {
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    if let Some(kind) = value.get("kind").and_then(Value::as_str) {
+        if kind != resource.kind {
+            return Err(ApiError::bad_request(format!(
+                "the kind of the object ({kind}) does not match the resource ({})",
+                resource.kind
+            )));
+        }
+    }
+    if let Some(api_version) = value.get("apiVersion").and_then(Value::as_str) {
+        if api_version != resource.api_version() {
+            return Err(ApiError::bad_request(format!(
+                "the apiVersion of the object ({api_version}) does not match the resource ({})",
+                resource.api_version()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `name` is a DNS-1123 subdomain, which is what every kind we serve requires.
+fn valid_name(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    !name.is_empty()
+        && name.len() <= 253
+        && bytes
+            .iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'.')
+        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
+        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
+}
+
+/// Checks that objects may be created in `namespace`: it must exist and not be terminating.
+pub fn check_namespace(
+    store: &Store,
+    resource: &Resource,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let namespaces = crate::resources::namespaces();
+    match store.get(namespaces, "", namespace) {
+        None => Err(ApiError::not_found(namespaces, namespace)),
+        Some(ns) if is_terminating(ns) => {
+            Err(ApiError::namespace_terminating(resource, name, namespace))
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// Makes the URL's namespace the object's, rejecting a body that names another one.
+fn place(resource: &Resource, namespace: Option<&str>, object: &mut Value) -> Result<(), ApiError> {
+    let body_ns = meta_str(object, "namespace")
+        .filter(|ns| !ns.is_empty())
+        .map(str::to_owned);
+    match (resource.namespaced, namespace) {
+        (true, Some(ns)) => {
+            if body_ns.as_deref().is_some_and(|b| b != ns) {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            set_meta(object, "namespace", json!(ns));
+        }
+        _ => {
+            remove_meta(object, "namespace");
+        }
+    }
+    Ok(())
+}
+
+/// Runs the typed defaulting for Pods and Services and the typed shape check for all kinds.
+fn admit_shape(
+    resource: &Resource,
+    object: Value,
+    ips: &mut ClusterIpAllocator,
+    name: &str,
+) -> Result<Value, ApiError> {
+    let bad = |e: String| {
+        ApiError::bad_request(format!(
+            "{} \"{name}\" could not be decoded: {e}",
+            resource.kind
+        ))
+    };
+    let value = match (resource.group, resource.kind) {
+        ("", "Pod") => {
+            let mut pod: Pod = serde_json::from_value(object).map_err(|e| bad(e.to_string()))?;
+            default_pod(&mut pod);
+            serde_json::to_value(pod).map_err(|e| bad(e.to_string()))?
+        }
+        ("", "Service") => {
+            let mut svc: Service =
+                serde_json::from_value(object).map_err(|e| bad(e.to_string()))?;
+            default_service(&mut svc, ips);
+            serde_json::to_value(svc).map_err(|e| bad(e.to_string()))?
+        }
+        _ => resource.normalize(object).map_err(bad)?,
+    };
+    Ok(value)
+}
+
+/// The status a new object starts with: kube-apiserver ignores the status sent on create for
+/// pods, services and namespaces (nodes keep theirs).
+fn initial_status(resource: &Resource) -> Option<Value> {
+    match (resource.group, resource.kind) {
+        ("", "Pod") => Some(json!({"phase": "Pending"})),
+        ("", "Service") => Some(json!({"loadBalancer": {}})),
+        ("", "Namespace") => Some(json!({"phase": "Active"})),
+        _ => None,
+    }
+}
+
+/// Prepares a new object. `exists` says whether a name is taken, so a generated name can be
+/// drawn again on a collision.
+pub fn prepare_create(
+    resource: &Resource,
+    namespace: Option<&str>,
+    mut object: Value,
+    rng: &mut SeededRng,
+    ips: &mut ClusterIpAllocator,
+    exists: impl Fn(&str) -> bool,
+) -> Result<Value, ApiError> {
+    check_type(resource, &object)?;
+    place(resource, namespace, &mut object)?;
+    let mut name = meta_str(&object, "name").unwrap_or_default().to_owned();
+    if name.is_empty() {
+        let Some(prefix) = meta_str(&object, "generateName").filter(|p| !p.is_empty()) else {
+            return Err(ApiError::invalid(
+                resource,
+                "",
+                "metadata.name",
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+            ));
+        };
+        let prefix = prefix.to_owned();
+        // Five characters from a 27-letter alphabet rarely collide; a few draws settle it.
+        for _ in 0..8 {
+            name = format!("{prefix}{}", rng.name_suffix());
+            if !exists(&name) {
+                break;
+            }
+        }
+        set_meta(&mut object, "name", json!(name));
+    }
+    if !valid_name(&name) {
+        return Err(ApiError::invalid(
+            resource,
+            &name,
+            "metadata.name",
+            "FieldValueInvalid",
+            &format!("Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
+        ));
+    }
+    for server_owned in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        remove_meta(&mut object, server_owned);
+    }
+    set_meta(&mut object, "uid", json!(rng.uid()));
+    set_meta(&mut object, "creationTimestamp", timestamp(0));
+    if resource.generation != GenerationRule::None {
+        set_meta(&mut object, "generation", json!(1));
+    } else {
+        remove_meta(&mut object, "generation");
+    }
+    if let Some(status) = initial_status(resource) {
+        object["status"] = status;
+    }
+    if resource.plural == "namespaces" && resource.group.is_empty() {
+        object["spec"] = json!({"finalizers": ["kubernetes"]});
+    }
+    admit_shape(resource, object, ips, &name)
+}
+
+/// The part of an object compared to decide whether its generation bumps.
+fn generation_view(rule: GenerationRule, object: &Value) -> Option<Value> {
+    match rule {
+        GenerationRule::None => None,
+        GenerationRule::Spec => Some(object.get("spec").cloned().unwrap_or(Value::Null)),
+        GenerationRule::AllButMetadata => {
+            let mut rest = object.as_object().cloned().unwrap_or_default();
+            rest.remove("metadata");
+            Some(Value::Object(rest))
+        }
+    }
+}
+
+/// Prepares the replacement of `old` by `body`. On the main resource the status is kept from
+/// `old` (for kinds with a status subresource); on `status` only the status is taken from
+/// `body`. Server-owned metadata always comes from `old`. The resourceVersion precondition is
+/// checked by the caller.
+pub fn prepare_update(
+    resource: &Resource,
+    old: &Value,
+    body: Value,
+    status_only: bool,
+    ips: &mut ClusterIpAllocator,
+) -> Result<Value, ApiError> {
+    check_type(resource, &body)?;
+    let name = meta_str(old, "name").unwrap_or_default().to_owned();
+    if let Some(body_name) = meta_str(&body, "name").filter(|n| !n.is_empty()) {
+        if body_name != name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+    }
+    if let Some(body_ns) = meta_str(&body, "namespace").filter(|n| !n.is_empty()) {
+        if resource.namespaced && Some(body_ns) != meta_str(old, "namespace") {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+    }
+    let object = if status_only {
+        let mut object = old.clone();
+        match body.get("status") {
+            Some(status) => object["status"] = status.clone(),
+            None => {
+                if let Some(map) = object.as_object_mut() {
+                    map.remove("status");
+                }
+            }
+        }
+        object
+    } else {
+        let mut object = body;
+        if resource.status {
+            match old.get("status") {
+                Some(status) => object["status"] = status.clone(),
+                None => {
+                    if let Some(map) = object.as_object_mut() {
+                        map.remove("status");
+                    }
+                }
+            }
+        }
+        for kept in [
+            "name",
+            "namespace",
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ] {
+            match old.get("metadata").and_then(|m| m.get(kept)) {
+                Some(v) => set_meta(&mut object, kept, v.clone()),
+                None => {
+                    remove_meta(&mut object, kept);
+                }
+            }
+        }
+        if resource.kind == "Service" && resource.group.is_empty() {
+            keep_cluster_ips(old, &mut object);
+        }
+        object
+    };
+    // Compare after defaulting, so fields the server fills in never count as a change.
+    let mut object = admit_shape(resource, object, ips, &name)?;
+    if let (Some(before), Some(after)) = (
+        generation_view(resource.generation, old),
+        generation_view(resource.generation, &object),
+    ) {
+        if before != after {
+            let generation = old
+                .get("metadata")
+                .and_then(|m| m.get("generation"))
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            set_meta(&mut object, "generation", json!(generation + 1));
+        }
+    }
+    Ok(object)
+}
+
+/// ClusterIPs are immutable: a replacement that leaves them out keeps the allocated ones
+/// instead of being handed new ones by defaulting.
+fn keep_cluster_ips(old: &Value, new: &mut Value) {
+    let (Some(old_spec), Some(new_spec)) = (
+        old.get("spec").and_then(Value::as_object),
+        new.get_mut("spec").and_then(Value::as_object_mut),
+    ) else {
+        return;
+    };
+    for field in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        if new_spec.get(field).is_none_or(|v| v.is_null() || v == "") {
+            if let Some(v) = old_spec.get(field) {
+                new_spec.insert(field.to_owned(), v.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::find;
+
+    fn create(resource: &Resource, object: Value) -> Result<Value, ApiError> {
+        prepare_create(
+            resource,
+            Some("default"),
+            object,
+            &mut SeededRng::new(1),
+            &mut ClusterIpAllocator::default(),
+            |_| false,
+        )
+    }
+
+    #[test]
+    fn generate_name_appends_five_characters() {
+        let pods = find("", "v1", "pods").unwrap();
+        let pod = create(pods, json!({"metadata": {"generateName": "web-"}})).unwrap();
+        let name = meta_str(&pod, "name").unwrap();
+        assert!(name.starts_with("web-") && name.len() == 9, "{name}");
+        assert_eq!(meta_str(&pod, "namespace"), Some("default"));
+        assert!(meta_str(&pod, "uid").is_some());
+        assert!(meta_str(&pod, "creationTimestamp").is_some());
+    }
+
+    #[test]
+    fn create_without_a_name_is_invalid() {
+        let pods = find("", "v1", "pods").unwrap();
+        let err = create(pods, json!({"metadata": {}})).unwrap_err();
+        assert_eq!((err.code(), err.reason()), (422, "Invalid"));
+        let err = create(pods, json!({"metadata": {"name": "Bad_Name"}})).unwrap_err();
+        assert_eq!(err.code(), 422);
+    }
+
+    #[test]
+    fn create_ignores_pod_status_and_starts_slices_at_generation_one() {
+        let pods = find("", "v1", "pods").unwrap();
+        let pod = create(
+            pods,
+            json!({"metadata": {"name": "p"}, "status": {"podIP": "10.0.0.1"}}),
+        )
+        .unwrap();
+        assert_eq!(pod["status"], json!({"phase": "Pending"}));
+        let slices = find("discovery.k8s.io", "v1", "endpointslices").unwrap();
+        let slice = create(
+            slices,
+            json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": []}),
+        )
+        .unwrap();
+        assert_eq!(slice["metadata"]["generation"], 1);
+    }
+
+    #[test]
+    fn slice_generation_bumps_when_anything_but_metadata_changes() {
+        let slices = find("discovery.k8s.io", "v1", "endpointslices").unwrap();
+        let ips = &mut ClusterIpAllocator::default();
+        let old = create(
+            slices,
+            json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": []}),
+        )
+        .unwrap();
+        let relabelled = prepare_update(
+            slices,
+            &old,
+            json!({"metadata": {"name": "s", "labels": {"a": "b"}}, "addressType": "IPv4", "endpoints": []}),
+            false,
+            ips,
+        )
+        .unwrap();
+        assert_eq!(relabelled["metadata"]["generation"], 1);
+        let changed = prepare_update(
+            slices,
+            &old,
+            json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}]}),
+            false,
+            ips,
+        )
+        .unwrap();
+        assert_eq!(changed["metadata"]["generation"], 2);
+    }
+
+    #[test]
+    fn main_resource_update_keeps_status_and_status_update_keeps_spec() {
+        let pods = find("", "v1", "pods").unwrap();
+        let ips = &mut ClusterIpAllocator::default();
+        let old = create(
+            pods,
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}),
+        )
+        .unwrap();
+        let main = prepare_update(
+            pods,
+            &old,
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running"}}),
+            false,
+            ips,
+        )
+        .unwrap();
+        assert_eq!(main["status"]["phase"], "Pending");
+        let status = prepare_update(
+            pods,
+            &old,
+            json!({"metadata": {"name": "p"}, "spec": {"containers": []}, "status": {"phase": "Running"}}),
+            true,
+            ips,
+        )
+        .unwrap();
+        assert_eq!(status["status"]["phase"], "Running");
+        assert_eq!(status["spec"]["containers"][0]["name"], "c");
+    }
+
+    #[test]
+    fn update_cannot_rename() {
+        let pods = find("", "v1", "pods").unwrap();
+        let old = create(pods, json!({"metadata": {"name": "p"}})).unwrap();
+        let err = prepare_update(
+            pods,
+            &old,
+            json!({"metadata": {"name": "q"}}),
+            false,
+            &mut ClusterIpAllocator::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), 400);
+    }
+}

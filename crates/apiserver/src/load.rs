@@ -1,0 +1,182 @@
+//! Loading a cluster state from manifests, the way the conformance corpus was recorded.
+//!
+//! The corpus was loaded into a real kube-apiserver in three passes: every object created in
+//! order; then the status of nodes and pods written through the status subresource (create
+//! ignores a pod's status, and there is no kubelet to write it); then objects that carry a
+//! `deletionTimestamp` deleted after being created with a finalizer, so they stay terminating.
+//! This module does the same against the embedded store.
+
+use crate::resources::{self, Resource};
+use crate::rest::{create, delete, update, DeleteOptions};
+use crate::state::{Cluster, Shared};
+use crate::status::ApiError;
+use crate::store::{meta_str, remove_meta, set_meta};
+use serde_json::{json, Value};
+
+/// The finalizer that keeps loaded objects with a `deletionTimestamp` terminating.
+pub const HOLD_FINALIZER: &str = "kube-endpoints.dev/hold-terminating";
+
+/// Why a set of objects could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// An object has no `apiVersion` or `kind`.
+    #[error("object {index} has no apiVersion or kind")]
+    MissingType {
+        /// Position in the input.
+        index: usize,
+    },
+    /// An object is of a kind the server does not serve.
+    #[error("object {index} is a {api_version} {kind}, which this server does not serve")]
+    UnknownKind {
+        /// Position in the input.
+        index: usize,
+        /// The object's apiVersion.
+        api_version: String,
+        /// The object's kind.
+        kind: String,
+    },
+    /// The server refused an object.
+    #[error("loading {kind} {namespace}/{name} failed")]
+    Rejected {
+        /// The object's kind.
+        kind: String,
+        /// The object's namespace (empty for cluster-scoped objects).
+        namespace: String,
+        /// The object's name.
+        name: String,
+        /// The server's answer.
+        #[source]
+        source: Box<ApiError>,
+    },
+}
+
+struct Loaded {
+    resource: &'static Resource,
+    namespace: String,
+    name: String,
+    status: Option<Value>,
+    delete: Option<DeleteOptions>,
+}
+
+impl Loaded {
+    fn rejected(&self, source: ApiError) -> LoadError {
+        LoadError::Rejected {
+            kind: self.resource.kind.to_owned(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            source: Box::new(source),
+        }
+    }
+}
+
+fn create_one(cluster: &mut Cluster, index: usize, mut object: Value) -> Result<Loaded, LoadError> {
+    let api_version = object
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let kind = object
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if api_version.is_empty() || kind.is_empty() {
+        return Err(LoadError::MissingType { index });
+    }
+    let resource = resources::by_kind(api_version, kind).ok_or_else(|| LoadError::UnknownKind {
+        index,
+        api_version: api_version.to_owned(),
+        kind: kind.to_owned(),
+    })?;
+    let namespace = if resource.namespaced {
+        meta_str(&object, "namespace")
+            .filter(|n| !n.is_empty())
+            .unwrap_or("default")
+            .to_owned()
+    } else {
+        String::new()
+    };
+    let status = if resource.status && !std::ptr::eq(resource, resources::namespaces()) {
+        object.as_object_mut().and_then(|o| o.remove("status"))
+    } else {
+        None
+    };
+    let delete = remove_meta(&mut object, "deletionTimestamp")
+        .filter(|t| !t.is_null())
+        .map(|_| {
+            let grace =
+                remove_meta(&mut object, "deletionGracePeriodSeconds").and_then(|g| g.as_i64());
+            let mut finalizers = object
+                .get("metadata")
+                .and_then(|m| m.get("finalizers"))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            if !finalizers.iter().any(|f| f == HOLD_FINALIZER) {
+                finalizers.push(json!(HOLD_FINALIZER));
+            }
+            set_meta(&mut object, "finalizers", Value::Array(finalizers));
+            DeleteOptions {
+                grace_period_seconds: grace,
+                ..DeleteOptions::default()
+            }
+        });
+    for server_owned in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "generation",
+        "managedFields",
+    ] {
+        remove_meta(&mut object, server_owned);
+    }
+    let mut loaded = Loaded {
+        resource,
+        namespace: namespace.clone(),
+        name: meta_str(&object, "name").unwrap_or_default().to_owned(),
+        status,
+        delete,
+    };
+    let ns = resource.namespaced.then_some(namespace.as_str());
+    let created = create(cluster, resource, ns, object).map_err(|e| loaded.rejected(e))?;
+    loaded.name = meta_str(&created, "name").unwrap_or_default().to_owned();
+    Ok(loaded)
+}
+
+/// Loads `objects` in three passes (create, status, delete) and returns them as finally
+/// stored, in input order; objects that a delete removed at once are left out.
+pub(crate) fn apply_objects(shared: &Shared, objects: Vec<Value>) -> Result<Vec<Value>, LoadError> {
+    shared.write(|cluster| {
+        let mut loaded = Vec::with_capacity(objects.len());
+        for (index, object) in objects.into_iter().enumerate() {
+            loaded.push(create_one(cluster, index, object)?);
+        }
+        for item in &loaded {
+            let Some(status) = &item.status else { continue };
+            let body = json!({ "metadata": { "name": item.name }, "status": status });
+            update(
+                cluster,
+                item.resource,
+                &item.namespace,
+                &item.name,
+                body,
+                true,
+            )
+            .map_err(|e| item.rejected(e))?;
+        }
+        for item in &loaded {
+            let Some(options) = &item.delete else {
+                continue;
+            };
+            delete(cluster, item.resource, &item.namespace, &item.name, options)
+                .map_err(|e| item.rejected(e))?;
+        }
+        Ok(loaded
+            .iter()
+            .filter_map(|item| {
+                cluster
+                    .store
+                    .get(item.resource, &item.namespace, &item.name)
+            })
+            .map(|object| (**object).clone())
+            .collect())
+    })
+}

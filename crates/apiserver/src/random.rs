@@ -1,0 +1,85 @@
+//! Seeded randomness for generated names, uids and fault decisions.
+//!
+//! A test that injects a 30% error rate or depends on a generated name must behave the same on
+//! every run, so nothing here reads the OS entropy pool: one seed in the config decides all.
+
+/// The characters kube-apiserver uses for `generateName` suffixes (no vowels, no look-alikes).
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// A small splitmix64 generator: fast, seedable, and good enough for tests.
+#[derive(Debug, Clone)]
+pub struct SeededRng(u64);
+
+impl SeededRng {
+    /// A generator that always produces the same sequence for the same seed.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A float in `[0, 1)`.
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// The five-character suffix appended to `generateName`.
+    pub fn name_suffix(&mut self) -> String {
+        (0..5)
+            .map(|_| {
+                let i = (self.next_u64() % NAME_ALPHABET.len() as u64) as usize;
+                char::from(NAME_ALPHABET[i])
+            })
+            .collect()
+    }
+
+    /// A version-4 style UUID string.
+    pub fn uid(&mut self) -> String {
+        let hi = self.next_u64();
+        let lo = self.next_u64();
+        let hi = (hi & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
+        let lo = (lo & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
+        format!(
+            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            hi >> 32,
+            (hi >> 16) & 0xFFFF,
+            hi & 0xFFFF,
+            lo >> 48,
+            lo & 0xFFFF_FFFF_FFFF
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_seed_gives_same_names_and_uids() {
+        let (mut a, mut b) = (SeededRng::new(7), SeededRng::new(7));
+        assert_eq!(a.name_suffix(), b.name_suffix());
+        assert_eq!(a.uid(), b.uid());
+    }
+
+    #[test]
+    fn uids_look_like_version_4_uuids() {
+        let uid = SeededRng::new(1).uid();
+        assert_eq!(uid.len(), 36);
+        assert_eq!(uid.as_bytes()[14], b'4');
+        assert!(matches!(uid.as_bytes()[19], b'8' | b'9' | b'a' | b'b'));
+    }
+
+    #[test]
+    fn name_suffixes_use_the_kubernetes_alphabet() {
+        let suffix = SeededRng::new(3).name_suffix();
+        assert_eq!(suffix.len(), 5);
+        assert!(suffix.bytes().all(|c| NAME_ALPHABET.contains(&c)));
+    }
+}

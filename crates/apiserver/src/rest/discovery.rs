@@ -1,0 +1,150 @@
+//! Discovery documents, so kubectl and kube-rs can map kinds and short names to paths.
+//!
+//! Only the legacy (unaggregated) documents are served. kubectl asks for the aggregated form
+//! first, sees a plain `application/json` answer, and falls back to reading `/api/v1` and each
+//! `/apis/{group}/{version}`, which is all it needs for get, apply, patch and delete.
+
+use super::object_response;
+use crate::resources::{self, Resource, RESOURCES};
+use crate::status::ApiError;
+use axum::extract::Path;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+fn verbs(subresource: bool) -> Value {
+    if subresource {
+        json!(["get", "patch", "update"])
+    } else {
+        json!([
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch"
+        ])
+    }
+}
+
+fn resource_entries(group: &str, version: &str) -> Vec<Value> {
+    let mut entries = Vec::new();
+    for r in RESOURCES
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        entries.push(json!({
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": verbs(false),
+            "shortNames": r.short_names,
+            "storageVersionHash": "",
+        }));
+        if r.status {
+            entries.push(json!({
+                "name": format!("{}/status", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": verbs(true),
+            }));
+        }
+    }
+    entries
+}
+
+fn group_version(r: &Resource) -> Value {
+    json!({"groupVersion": r.api_version(), "version": r.version})
+}
+
+fn group_entry(group: &str) -> Option<Value> {
+    let first = RESOURCES.iter().find(|r| r.group == group)?;
+    Some(json!({
+        "name": group,
+        "versions": [group_version(first)],
+        "preferredVersion": group_version(first),
+    }))
+}
+
+pub(crate) async fn core_versions() -> Response {
+    object_response(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+        }),
+    )
+}
+
+pub(crate) async fn core_resources() -> Response {
+    object_response(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": "v1",
+            "resources": resource_entries("", "v1"),
+        }),
+    )
+}
+
+pub(crate) async fn group_list() -> Response {
+    let groups: Vec<Value> = resources::groups()
+        .into_iter()
+        .filter_map(group_entry)
+        .collect();
+    object_response(
+        StatusCode::OK,
+        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
+    )
+}
+
+pub(crate) async fn group(Path(group): Path<String>) -> Response {
+    match group_entry(&group) {
+        Some(mut entry) => {
+            entry["kind"] = json!("APIGroup");
+            entry["apiVersion"] = json!("v1");
+            object_response(StatusCode::OK, &entry)
+        }
+        None => ApiError::no_route().into_response(),
+    }
+}
+
+pub(crate) async fn group_resources(Path((group, version)): Path<(String, String)>) -> Response {
+    let entries = resource_entries(&group, &version);
+    if entries.is_empty() {
+        return ApiError::no_route().into_response();
+    }
+    object_response(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("{group}/{version}"),
+            "resources": entries,
+        }),
+    )
+}
+
+/// The version of the API the server imitates (the oldest the controllers support).
+pub(crate) async fn version() -> Response {
+    object_response(
+        StatusCode::OK,
+        &json!({
+            "major": "1",
+            "minor": "33",
+            "gitVersion": "v1.33.0-kube-endpoints",
+            "gitCommit": "",
+            "gitTreeState": "clean",
+            "buildDate": "1970-01-01T00:00:00Z",
+            "goVersion": "",
+            "compiler": "rustc",
+            "platform": "linux/amd64",
+        }),
+    )
+}

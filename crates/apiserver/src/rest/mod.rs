@@ -1,0 +1,245 @@
+//! The Kubernetes REST paths, routed over axum.
+//!
+//! Resource paths are parsed by hand rather than by route patterns: `/api/v1/namespaces/x/pods`
+//! and `/api/v1/nodes/x/status` have the same shape, and only the catalogue of resources can
+//! tell a namespaced collection from a subresource. Every resource request is counted and
+//! passed through the fault rules before it is served.
+
+mod discovery;
+mod patch;
+mod read;
+mod watch;
+mod write;
+
+pub(crate) use write::{create, delete, update, DeleteOptions};
+
+use crate::resources::{self, Resource};
+use crate::state::Shared;
+use crate::status::ApiError;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{any, get};
+use axum::Router;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The router serving every path; the same one backs TCP and in-process clients.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/api", get(discovery::core_versions))
+        .route("/api/v1", get(discovery::core_resources))
+        .route("/apis", get(discovery::group_list))
+        .route("/apis/{group}", get(discovery::group))
+        .route("/apis/{group}/{version}", get(discovery::group_resources))
+        .route("/version", get(discovery::version))
+        .route("/api/v1/{*rest}", any(core_resource))
+        .route("/apis/{group}/{version}/{*rest}", any(group_resource))
+        .fallback(|| async { ApiError::no_route() })
+        .with_state(shared)
+}
+
+/// What a resource path names.
+#[derive(Debug)]
+pub(crate) struct Target {
+    pub resource: &'static Resource,
+    /// The namespace in the path; `None` for cluster-scoped resources and all-namespace lists.
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub status: bool,
+}
+
+impl Target {
+    /// The namespace key in the store: empty for cluster-scoped objects.
+    pub fn store_namespace(&self) -> &str {
+        self.namespace.as_deref().unwrap_or_default()
+    }
+
+    /// The resource name used for counters and fault rules: `pods` or `pods/status`.
+    pub fn label(&self) -> String {
+        if self.status {
+            format!("{}/status", self.resource.plural)
+        } else {
+            self.resource.plural.to_owned()
+        }
+    }
+}
+
+fn parse_target(group: &str, version: &str, rest: &str) -> Option<Target> {
+    let parts: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return None;
+    }
+    let find = |plural: &str| resources::find(group, version, plural);
+    let (resource, namespace, tail) = match parts.as_slice() {
+        ["namespaces", ns, plural, tail @ ..] if find(plural).is_some_and(|r| r.namespaced) => {
+            (find(plural)?, Some((*ns).to_owned()), tail)
+        }
+        [plural, tail @ ..] => (find(plural)?, None, tail),
+        [] => return None,
+    };
+    let (name, status) = match tail {
+        [] => (None, false),
+        [name] => (Some((*name).to_owned()), false),
+        [name, "status"] if resource.status => (Some((*name).to_owned()), true),
+        _ => return None,
+    };
+    // A namespaced object must be addressed through its namespace.
+    if resource.namespaced && namespace.is_none() && name.is_some() {
+        return None;
+    }
+    Some(Target {
+        resource,
+        namespace,
+        name,
+        status,
+    })
+}
+
+/// Query parameters, last value wins.
+pub(crate) type Params = HashMap<String, String>;
+
+/// Whether a boolean query parameter is set (`1` or `true`).
+pub(crate) fn flag(params: &Params, key: &str) -> bool {
+    params.get(key).is_some_and(|v| v == "1" || v == "true")
+}
+
+async fn core_resource(
+    State(shared): State<Arc<Shared>>,
+    Path(rest): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    serve(shared, "", "v1", &rest, method, uri, headers, body).await
+}
+
+async fn group_resource(
+    State(shared): State<Arc<Shared>>,
+    Path((group, version, rest)): Path<(String, String, String)>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    serve(shared, &group, &version, &rest, method, uri, headers, body).await
+}
+
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the parts of one HTTP request, passed through once"
+)]
+async fn serve(
+    shared: Arc<Shared>,
+    group: &str,
+    version: &str,
+    rest: &str,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let Some(target) = parse_target(group, version, rest) else {
+        return ApiError::no_route().into_response();
+    };
+    let params: Params = match Query::<Vec<(String, String)>>::try_from_uri(&uri) {
+        Ok(Query(pairs)) => pairs.into_iter().collect(),
+        Err(e) => return ApiError::bad_request(format!("invalid query: {e}")).into_response(),
+    };
+    let verb = match (&method, target.name.is_some()) {
+        (&Method::GET, true) => "get",
+        (&Method::GET, false) if flag(&params, "watch") => "watch",
+        (&Method::GET, false) => "list",
+        (&Method::POST, false) if !target.status => "create",
+        (&Method::PUT, true) => "update",
+        (&Method::PATCH, true) => "patch",
+        (&Method::DELETE, true) if !target.status => "delete",
+        (&Method::DELETE, false) => "deletecollection",
+        _ => return ApiError::method_not_allowed().into_response(),
+    };
+    if target.namespace.is_none() && target.resource.namespaced && verb != "list" && verb != "watch"
+    {
+        return ApiError::method_not_allowed().into_response();
+    }
+    let label = target.label();
+    shared.count(verb, &label);
+    let decision = shared
+        .faults
+        .decide(verb, &label, target.name.as_deref().unwrap_or_default());
+    if !decision.delay.is_zero() {
+        tokio::time::sleep(decision.delay).await;
+    }
+    if let Some(error) = decision.error {
+        return error.into_response();
+    }
+    let result = match verb {
+        "get" => read::get(&shared, &target),
+        "list" => read::list(&shared, &target, &params),
+        "watch" => return watch::watch(shared, target, &params),
+        "create" => write::create_request(&shared, &target, &body),
+        "update" => write::update_request(&shared, &target, &body),
+        "patch" => patch::patch_request(&shared, &target, &headers, &body),
+        "delete" => write::delete_request(&shared, &target, &params, &body),
+        _ => write::delete_collection_request(&shared, &target, &params, &body),
+    };
+    result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// A JSON response with one object.
+pub(crate) fn object_response(code: StatusCode, object: &Value) -> Response {
+    json_response(code, serde_json::to_vec(object))
+}
+
+/// A JSON response from serialised bytes.
+pub(crate) fn json_response(code: StatusCode, bytes: serde_json::Result<Vec<u8>>) -> Response {
+    match bytes {
+        Ok(bytes) => (
+            code,
+            [(http::header::CONTENT_TYPE, "application/json")],
+            bytes,
+        )
+            .into_response(),
+        Err(e) => ApiError::internal(format!("encoding the response: {e}")).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_name_collections_objects_and_subresources() {
+        let t = parse_target("", "v1", "namespaces/default/pods").unwrap();
+        assert_eq!(
+            (t.resource.plural, t.namespace.as_deref(), t.name),
+            ("pods", Some("default"), None)
+        );
+        let t = parse_target("", "v1", "namespaces/default/pods/web/status").unwrap();
+        assert_eq!((t.name.as_deref(), t.status), (Some("web"), true));
+        let t = parse_target("", "v1", "namespaces/default").unwrap();
+        assert_eq!(
+            (t.resource.plural, t.name.as_deref()),
+            ("namespaces", Some("default"))
+        );
+        let t = parse_target("", "v1", "namespaces/default/status").unwrap();
+        assert!(t.status);
+        let t = parse_target("", "v1", "nodes/n1/status").unwrap();
+        assert_eq!((t.resource.plural, t.status), ("nodes", true));
+        let t = parse_target("", "v1", "pods").unwrap();
+        assert_eq!((t.resource.plural, t.namespace), ("pods", None));
+        let t = parse_target("discovery.k8s.io", "v1", "namespaces/a/endpointslices/s").unwrap();
+        assert_eq!(t.resource.kind, "EndpointSlice");
+    }
+
+    #[test]
+    fn unknown_or_malformed_paths_are_not_served() {
+        assert!(parse_target("", "v1", "deployments").is_none());
+        assert!(parse_target("", "v1", "pods/web").is_none());
+        assert!(parse_target("", "v1", "namespaces/a/endpoints/e/status").is_none());
+        assert!(parse_target("", "v1", "namespaces//pods").is_none());
+        assert!(parse_target("discovery.k8s.io", "v1", "nodes").is_none());
+    }
+}

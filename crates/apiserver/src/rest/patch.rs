@@ -1,0 +1,115 @@
+//! PATCH in its four formats: JSON patch, merge patch, strategic merge patch and server-side
+//! apply.
+//!
+//! A patch is applied to the stored object and the result goes through the same update path
+//! as a PUT, so status rules, generation and finalizers behave identically. A resourceVersion
+//! written by the patch acts as a precondition, as on the real server. Server-side apply is
+//! served as "create, or merge the applied configuration into the live object"; field
+//! ownership is not tracked.
+
+use super::{create, object_response, update, Target};
+use crate::state::{Cluster, Shared};
+use crate::status::ApiError;
+use crate::store::set_meta;
+use crate::strategic_merge;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::Response;
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PatchKind {
+    Json,
+    Merge,
+    Strategic,
+    Apply,
+}
+
+impl PatchKind {
+    fn from_headers(headers: &HeaderMap) -> Result<Self, ApiError> {
+        let content_type = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let media = content_type.split(';').next().unwrap_or_default().trim();
+        match media {
+            "application/json-patch+json" => Ok(Self::Json),
+            "application/merge-patch+json" => Ok(Self::Merge),
+            "application/strategic-merge-patch+json" => Ok(Self::Strategic),
+            "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(Self::Apply),
+            other => Err(ApiError::unsupported_media_type(other)),
+        }
+    }
+}
+
+fn json_body(body: &[u8]) -> Result<Value, ApiError> {
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))
+}
+
+/// Apply configurations are YAML (JSON being a subset of it).
+fn apply_body(body: &[u8]) -> Result<Value, ApiError> {
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(_) => serde_norway::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!("the apply configuration is not valid YAML: {e}"))
+        })?,
+    };
+    if !value.is_object() {
+        return Err(ApiError::bad_request(
+            "the apply configuration must be an object",
+        ));
+    }
+    Ok(value)
+}
+
+fn patch(
+    cluster: &mut Cluster,
+    target: &Target,
+    kind: PatchKind,
+    body: &[u8],
+) -> Result<(std::sync::Arc<Value>, bool), ApiError> {
+    let resource = target.resource;
+    let namespace = target.store_namespace();
+    let name = target.name.as_deref().unwrap_or_default();
+    let Some(current) = cluster.store.get(resource, namespace, name).cloned() else {
+        if kind == PatchKind::Apply && !target.status {
+            let mut object = apply_body(body)?;
+            set_meta(&mut object, "name", json!(name));
+            let created = create(cluster, resource, target.namespace.as_deref(), object)?;
+            return Ok((created, true));
+        }
+        return Err(ApiError::not_found(resource, name));
+    };
+    let mut doc = (*current).clone();
+    match kind {
+        PatchKind::Json => {
+            let ops: json_patch::Patch = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("the JSON patch is not valid: {e}")))?;
+            json_patch::patch(&mut doc, &ops).map_err(|e| {
+                ApiError::unprocessable(format!("the JSON patch could not be applied: {e}"))
+            })?;
+        }
+        PatchKind::Merge => json_patch::merge(&mut doc, &json_body(body)?),
+        PatchKind::Strategic => {
+            strategic_merge::apply(&mut doc, &json_body(body)?).map_err(ApiError::bad_request)?;
+        }
+        PatchKind::Apply => json_patch::merge(&mut doc, &apply_body(body)?),
+    }
+    update(cluster, resource, namespace, name, doc, target.status)
+}
+
+pub(crate) fn patch_request(
+    shared: &Shared,
+    target: &Target,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let kind = PatchKind::from_headers(headers)?;
+    let (object, created) = shared.write(|c| patch(c, target, kind, body))?;
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(object_response(code, &object))
+}

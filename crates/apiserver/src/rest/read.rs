@@ -1,0 +1,109 @@
+//! GET of one object and of a list.
+
+use super::{json_response, object_response, Params, Target};
+use crate::selectors::{FieldSelector, LabelSelector};
+use crate::state::Shared;
+use crate::status::ApiError;
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde::Serialize;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The label and field selectors of a list, watch or deletecollection.
+#[derive(Debug, Default)]
+pub(crate) struct Selection {
+    labels: LabelSelector,
+    fields: FieldSelector,
+}
+
+impl Selection {
+    pub fn from_params(params: &Params) -> Result<Self, ApiError> {
+        let labels = match params.get("labelSelector") {
+            Some(s) => LabelSelector::parse(s)
+                .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
+            None => LabelSelector::default(),
+        };
+        let fields = match params.get("fieldSelector") {
+            Some(s) => FieldSelector::parse(s)
+                .map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?,
+            None => FieldSelector::default(),
+        };
+        Ok(Self { labels, fields })
+    }
+
+    pub fn matches(&self, object: &Value) -> bool {
+        self.labels.matches(object) && self.fields.matches(object)
+    }
+}
+
+pub(crate) fn get(shared: &Shared, target: &Target) -> Result<Response, ApiError> {
+    let name = target.name.as_deref().unwrap_or_default();
+    let object = shared
+        .read(|c| {
+            c.store
+                .get(target.resource, target.store_namespace(), name)
+                .cloned()
+        })
+        .ok_or_else(|| ApiError::not_found(target.resource, name))?;
+    Ok(object_response(StatusCode::OK, &object))
+}
+
+/// The selected objects of a collection path and the resourceVersion they were read at.
+pub(crate) fn select(
+    shared: &Shared,
+    target: &Target,
+    selection: &Selection,
+) -> (Vec<Arc<Value>>, u64) {
+    shared.read(|c| {
+        let items = c
+            .store
+            .list(target.resource, target.namespace.as_deref())
+            .filter(|o| selection.matches(o))
+            .cloned()
+            .collect();
+        (items, c.store.resource_version())
+    })
+}
+
+#[derive(Serialize)]
+struct ListMeta {
+    #[serde(rename = "resourceVersion")]
+    resource_version: String,
+}
+
+#[derive(Serialize)]
+struct List<'a> {
+    kind: String,
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    metadata: ListMeta,
+    items: Vec<&'a Value>,
+}
+
+/// A `<Kind>List` response body.
+pub(crate) fn list_response(
+    target: &Target,
+    items: &[Arc<Value>],
+    resource_version: u64,
+) -> Response {
+    let list = List {
+        kind: format!("{}List", target.resource.kind),
+        api_version: target.resource.api_version(),
+        metadata: ListMeta {
+            resource_version: resource_version.to_string(),
+        },
+        items: items.iter().map(|o| o.as_ref()).collect(),
+    };
+    json_response(StatusCode::OK, serde_json::to_vec(&list))
+}
+
+pub(crate) fn list(
+    shared: &Shared,
+    target: &Target,
+    params: &Params,
+) -> Result<Response, ApiError> {
+    let selection = Selection::from_params(params)?;
+    let (items, rv) = select(shared, target, &selection);
+    Ok(list_response(target, &items, rv))
+}

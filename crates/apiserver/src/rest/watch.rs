@@ -1,0 +1,249 @@
+//! Watch: a stream of newline-delimited JSON events that follows the history.
+//!
+//! A watch starts from a resourceVersion. Without one (or with "0") it first sends the current
+//! objects as ADDED; with one it replays every later change, or answers with an ERROR event
+//! holding a 410 Expired Status when the history no longer reaches back that far. It then
+//! follows new writes until the client goes away, `timeoutSeconds` passes, the server stops, or
+//! a fault closes it. Bookmarks carry the latest resourceVersion when the client asks for them.
+
+use super::read::{select, Selection};
+use super::{flag, Params, Target};
+use crate::history::{Change, EventType};
+use crate::state::Shared;
+use crate::status::ApiError;
+use axum::body::{Body, Bytes};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+#[derive(Serialize)]
+struct WireEvent<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    object: &'a Value,
+}
+
+fn encode(kind: &str, object: &Value) -> Bytes {
+    let mut line = serde_json::to_vec(&WireEvent { kind, object }).unwrap_or_default();
+    line.push(b'\n');
+    Bytes::from(line)
+}
+
+fn expired_event(error: &ApiError) -> Bytes {
+    encode("ERROR", &error.to_status())
+}
+
+/// What one watch selects.
+struct Filter {
+    target: Target,
+    selection: Selection,
+}
+
+impl Filter {
+    fn in_scope(&self, object: &Value) -> bool {
+        match &self.target.namespace {
+            Some(ns) => crate::store::meta_str(object, "namespace") == Some(ns.as_str()),
+            None => true,
+        }
+    }
+
+    fn selects(&self, object: &Value) -> bool {
+        self.in_scope(object) && self.selection.matches(object)
+    }
+
+    /// The event this watch sees for a change: a modification that moves an object into the
+    /// selection is ADDED, one that moves it out is DELETED, as kube-apiserver's watch cache does.
+    fn event_for<'c>(&self, change: &'c Change) -> Option<(&'static str, &'c Value)> {
+        if !std::ptr::eq(change.resource, self.target.resource) {
+            return None;
+        }
+        let now = self.selects(&change.object);
+        match change.kind {
+            EventType::Added | EventType::Deleted => {
+                now.then_some((change.kind.as_str(), &*change.object))
+            }
+            EventType::Modified => {
+                let before = change.previous.as_deref().is_some_and(|p| self.selects(p));
+                match (before, now) {
+                    (true, true) => Some(("MODIFIED", &*change.object)),
+                    (false, true) => Some(("ADDED", &*change.object)),
+                    (true, false) => Some(("DELETED", &*change.object)),
+                    (false, false) => None,
+                }
+            }
+        }
+    }
+}
+
+/// Starts a watch and returns the streaming response.
+pub(crate) fn watch(shared: Arc<Shared>, target: Target, params: &Params) -> Response {
+    let selection = match Selection::from_params(params) {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let timeout = match params.get("timeoutSeconds").map(|t| t.parse::<u64>()) {
+        None => None,
+        Some(Ok(secs)) => Some(Duration::from_secs(secs)),
+        Some(Err(_)) => return ApiError::bad_request("invalid timeoutSeconds").into_response(),
+    };
+    let from = match params.get("resourceVersion").map(String::as_str) {
+        None | Some("") | Some("0") => None,
+        Some(rv) => match rv.parse::<u64>() {
+            Ok(rv) => Some(rv),
+            Err(_) => {
+                return ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))
+                    .into_response()
+            }
+        },
+    };
+    let bookmarks = flag(params, "allowWatchBookmarks");
+    let label = target.label();
+    let filter = Filter { target, selection };
+    let (tx, mut rx) = mpsc::channel::<Bytes>(256);
+    let forced_expiry = shared.faults.take_forced_expiry(&label);
+    tokio::spawn(async move {
+        if forced_expiry {
+            let current = shared.read(|c| c.store.resource_version());
+            let requested = from.unwrap_or(current);
+            let _sent = tx
+                .send(expired_event(&ApiError::expired(requested, current + 1)))
+                .await;
+            return;
+        }
+        run(shared, filter, from, timeout, bookmarks, tx).await;
+    });
+    let stream =
+        futures::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|b| b.map(Ok::<_, Infallible>)));
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// Why a watch loop ended early.
+enum Stop {
+    ClientGone,
+    Expired(ApiError),
+    Limit,
+}
+
+struct Sender {
+    tx: mpsc::Sender<Bytes>,
+    sent: u64,
+    limit: Option<u64>,
+}
+
+impl Sender {
+    async fn send(&mut self, line: Bytes) -> Result<(), Stop> {
+        if self.limit.is_some_and(|l| self.sent >= l) {
+            return Err(Stop::Limit);
+        }
+        self.tx.send(line).await.map_err(|_| Stop::ClientGone)?;
+        self.sent += 1;
+        Ok(())
+    }
+}
+
+async fn run(
+    shared: Arc<Shared>,
+    filter: Filter,
+    from: Option<u64>,
+    timeout: Option<Duration>,
+    bookmarks: bool,
+    tx: mpsc::Sender<Bytes>,
+) {
+    let mut changes = shared.subscribe_changes();
+    let mut stopping = shared.subscribe_stopping();
+    let mut drops = shared.faults.drop_signal();
+    let mut out = Sender {
+        tx: tx.clone(),
+        sent: 0,
+        limit: shared.faults.watch_event_limit(),
+    };
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let mut bookmark_timer = tokio::time::interval(shared.bookmark_interval);
+    bookmark_timer.tick().await;
+
+    let mut last = match from {
+        Some(rv) => rv,
+        None => {
+            let (items, rv) = select(&shared, &filter.target, &filter.selection);
+            for item in &items {
+                if out.send(encode("ADDED", item)).await.is_err() {
+                    return;
+                }
+            }
+            rv
+        }
+    };
+    loop {
+        match drain(&shared, &filter, &mut last, &mut out).await {
+            Ok(()) => {}
+            Err(Stop::Expired(error)) => {
+                let _sent = tx.send(expired_event(&error)).await;
+                return;
+            }
+            Err(Stop::ClientGone | Stop::Limit) => return,
+        }
+        tokio::select! {
+            changed = changes.changed() => if changed.is_err() { return },
+            _ = bookmark_timer.tick(), if bookmarks => {
+                if drain(&shared, &filter, &mut last, &mut out).await.is_err() {
+                    return;
+                }
+                let rv = shared.read(|c| c.store.resource_version()).max(last);
+                let bookmark = json!({
+                    "kind": filter.target.resource.kind,
+                    "apiVersion": filter.target.resource.api_version(),
+                    "metadata": {"resourceVersion": rv.to_string()},
+                });
+                if out.send(encode("BOOKMARK", &bookmark)).await.is_err() {
+                    return;
+                }
+                last = rv;
+            }
+            _ = sleep_until(deadline) => return,
+            _ = stopped(&mut stopping) => return,
+            _ = drops.changed() => return,
+            _ = tx.closed() => return,
+        }
+    }
+}
+
+/// Completes when the server stops (or its state is gone); holds no guard across the await.
+async fn stopped(stopping: &mut tokio::sync::watch::Receiver<bool>) {
+    let _stopped_or_gone = stopping.wait_for(|s| *s).await.is_ok();
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends every change after `last` that this watch selects, and advances `last`.
+async fn drain(
+    shared: &Shared,
+    filter: &Filter,
+    last: &mut u64,
+    out: &mut Sender,
+) -> Result<(), Stop> {
+    let changes = shared
+        .read(|c| c.store.history().since(*last))
+        .map_err(|e| Stop::Expired(ApiError::expired(e.requested, e.oldest)))?;
+    for change in changes {
+        if let Some((kind, object)) = filter.event_for(&change) {
+            out.send(encode(kind, object)).await?;
+        }
+        *last = change.resource_version;
+    }
+    Ok(())
+}

@@ -1,0 +1,493 @@
+//! Create, update and delete, with finalizers and the namespace lifecycle.
+//!
+//! The operations take the locked cluster so that the manifest loader and the PATCH handler
+//! reuse exactly the rules the REST verbs follow. Deletion follows kube-apiserver: an object
+//! with finalizers only gets a `deletionTimestamp`, and goes away when an update removes the
+//! last finalizer; deleting a namespace marks it Terminating, deletes what it holds, and
+//! removes it once it is empty. Unlike a real cluster, a pod without finalizers is removed at
+//! once (there is no kubelet to confirm its graceful termination).
+
+use super::read::{list_response, select, Selection};
+use super::{object_response, Params, Target};
+use crate::admission::{
+    check_namespace, has_finalizers, is_terminating, parse_body, prepare_create, prepare_update,
+    timestamp, PROTECTED_NAMESPACES,
+};
+use crate::resources::{self, Resource};
+use crate::state::{Cluster, Shared};
+use crate::status::ApiError;
+use crate::store::{meta_str, set_meta};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Creates an object; `namespace` is required for namespaced resources.
+pub(crate) fn create(
+    cluster: &mut Cluster,
+    resource: &'static Resource,
+    namespace: Option<&str>,
+    body: Value,
+) -> Result<Arc<Value>, ApiError> {
+    let body_name = meta_str(&body, "name").unwrap_or_default().to_owned();
+    let ns_key = match (resource.namespaced, namespace) {
+        (true, Some(ns)) => {
+            check_namespace(&cluster.store, resource, ns, &body_name)?;
+            ns
+        }
+        (true, None) => return Err(ApiError::method_not_allowed()),
+        (false, _) => "",
+    };
+    let Cluster { store, rng, ips } = cluster;
+    let object = prepare_create(resource, namespace, body, rng, ips, |name| {
+        store.get(resource, ns_key, name).is_some()
+    })?;
+    let name = meta_str(&object, "name").unwrap_or_default();
+    if store.get(resource, ns_key, name).is_some() {
+        return Err(ApiError::already_exists(resource, name));
+    }
+    Ok(store.create(resource, object))
+}
+
+/// Replaces an object (or its status). Returns the stored object and whether it was created
+/// (PUT creates endpoints, events and leases that do not exist, as the real server does).
+pub(crate) fn update(
+    cluster: &mut Cluster,
+    resource: &'static Resource,
+    namespace: &str,
+    name: &str,
+    body: Value,
+    status_only: bool,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    let Some(old) = cluster.store.get(resource, namespace, name).cloned() else {
+        if resource.create_on_update && !status_only {
+            if meta_str(&body, "name").is_some_and(|n| n != name) {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object does not match the name on the URL ({name})"
+                )));
+            }
+            let mut body = body;
+            if body.is_object() {
+                set_meta(&mut body, "name", json!(name));
+            }
+            let ns = resource.namespaced.then_some(namespace);
+            return create(cluster, resource, ns, body).map(|o| (o, true));
+        }
+        return Err(ApiError::not_found(resource, name));
+    };
+    let wanted_rv = meta_str(&body, "resourceVersion").filter(|rv| !rv.is_empty());
+    if wanted_rv.is_some_and(|rv| Some(rv) != meta_str(&old, "resourceVersion")) {
+        return Err(ApiError::stale(resource, name));
+    }
+    let new = prepare_update(resource, &old, body, status_only, &mut cluster.ips)?;
+    if is_terminating(&new) && !has_finalizers(&new) {
+        // The last finalizer of a deleting object is gone: the deletion completes now.
+        let removed = cluster
+            .store
+            .remove(resource, namespace, name)
+            .ok_or_else(|| ApiError::not_found(resource, name))?;
+        after_removal(cluster, resource, namespace);
+        return Ok((removed, false));
+    }
+    Ok((cluster.store.update(resource, new), false))
+}
+
+/// The parts of `DeleteOptions` the server honours.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DeleteOptions {
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub grace_period_seconds: Option<i64>,
+}
+
+impl DeleteOptions {
+    fn from_request(params: &Params, body: &[u8]) -> Result<Self, ApiError> {
+        let mut options = Self::default();
+        if !body.iter().all(u8::is_ascii_whitespace) {
+            let value: Value = serde_json::from_slice(body).map_err(|e| {
+                ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}"))
+            })?;
+            let pre = value.get("preconditions");
+            let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+            options.uid = text(pre.and_then(|p| p.get("uid")));
+            options.resource_version = text(pre.and_then(|p| p.get("resourceVersion")));
+            options.grace_period_seconds = value.get("gracePeriodSeconds").and_then(Value::as_i64);
+        }
+        if let Some(grace) = params.get("gracePeriodSeconds") {
+            let grace = grace.parse().map_err(|_| {
+                ApiError::bad_request(format!("invalid gracePeriodSeconds {grace:?}"))
+            })?;
+            options.grace_period_seconds = Some(grace);
+        }
+        Ok(options)
+    }
+}
+
+/// How long a pod on a node is given to terminate, which sets its `deletionTimestamp`.
+fn grace_period(resource: &Resource, object: &Value, options: &DeleteOptions) -> i64 {
+    let is_pod = resource.group.is_empty() && resource.kind == "Pod";
+    let scheduled = object
+        .get("spec")
+        .and_then(|s| s.get("nodeName"))
+        .is_some_and(|n| n != "");
+    if !is_pod || !scheduled {
+        return 0;
+    }
+    options.grace_period_seconds.unwrap_or_else(|| {
+        object
+            .get("spec")
+            .and_then(|s| s.get("terminationGracePeriodSeconds"))
+            .and_then(Value::as_i64)
+            .unwrap_or(30)
+    })
+}
+
+/// Deletes an object. Returns the object as last stored and whether it is gone (objects with
+/// finalizers, and namespaces with finalized content, stay until they are released).
+pub(crate) fn delete(
+    cluster: &mut Cluster,
+    resource: &'static Resource,
+    namespace: &str,
+    name: &str,
+    options: &DeleteOptions,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    let old = cluster
+        .store
+        .get(resource, namespace, name)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(resource, name))?;
+    if let Some(uid) = &options.uid {
+        if Some(uid.as_str()) != meta_str(&old, "uid") {
+            let why = format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                meta_str(&old, "uid").unwrap_or_default()
+            );
+            return Err(ApiError::conflict(resource, name, &why));
+        }
+    }
+    if let Some(rv) = &options.resource_version {
+        if Some(rv.as_str()) != meta_str(&old, "resourceVersion") {
+            let why = format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}", meta_str(&old, "resourceVersion").unwrap_or_default());
+            return Err(ApiError::conflict(resource, name, &why));
+        }
+    }
+    if std::ptr::eq(resource, resources::namespaces()) {
+        return delete_namespace(cluster, name, old);
+    }
+    if !has_finalizers(&old) {
+        let removed = cluster
+            .store
+            .remove(resource, namespace, name)
+            .ok_or_else(|| ApiError::not_found(resource, name))?;
+        after_removal(cluster, resource, namespace);
+        return Ok((removed, true));
+    }
+    if is_terminating(&old) {
+        return Ok((old, false));
+    }
+    let mut marked = Arc::unwrap_or_clone(old);
+    let grace = grace_period(resource, &marked, options);
+    set_meta(&mut marked, "deletionTimestamp", timestamp(grace));
+    set_meta(&mut marked, "deletionGracePeriodSeconds", json!(grace));
+    if let Some(generation) = marked
+        .get("metadata")
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+    {
+        set_meta(&mut marked, "generation", json!(generation + 1));
+    }
+    Ok((cluster.store.update(resource, marked), false))
+}
+
+fn delete_namespace(
+    cluster: &mut Cluster,
+    name: &str,
+    old: Arc<Value>,
+) -> Result<(Arc<Value>, bool), ApiError> {
+    let namespaces = resources::namespaces();
+    if PROTECTED_NAMESPACES.contains(&name) {
+        return Err(ApiError::forbidden(
+            namespaces,
+            name,
+            "this namespace may not be deleted",
+        ));
+    }
+    let mut last = old.clone();
+    if !is_terminating(&old) {
+        let mut marked = Arc::unwrap_or_clone(old);
+        set_meta(&mut marked, "deletionTimestamp", timestamp(0));
+        set_meta(&mut marked, "deletionGracePeriodSeconds", json!(0));
+        marked["status"] = json!({"phase": "Terminating"});
+        last = cluster.store.update(namespaces, marked);
+    }
+    // The namespace controller's work, done at once: delete everything inside.
+    for (resource, object) in cluster.store.contents_of(name) {
+        if let Err(e) = delete(cluster, resource, name, &object, &DeleteOptions::default()) {
+            tracing::warn!(namespace = name, object, error = %e, "deleting namespace content failed");
+        }
+    }
+    finish_namespace(cluster, name);
+    match cluster.store.get(namespaces, "", name) {
+        Some(current) => Ok((current.clone(), false)),
+        None => Ok((last, true)),
+    }
+}
+
+/// Removes a terminating namespace once nothing is left in it.
+fn finish_namespace(cluster: &mut Cluster, namespace: &str) {
+    let namespaces = resources::namespaces();
+    let terminating = cluster
+        .store
+        .get(namespaces, "", namespace)
+        .is_some_and(|n| is_terminating(n));
+    if terminating && cluster.store.contents_of(namespace).is_empty() {
+        cluster.store.remove(namespaces, "", namespace);
+    }
+}
+
+/// After a deletion completed: a namespace waiting for its content may now be empty.
+fn after_removal(cluster: &mut Cluster, resource: &Resource, namespace: &str) {
+    if resource.namespaced {
+        finish_namespace(cluster, namespace);
+    }
+}
+
+pub(crate) fn create_request(
+    shared: &Shared,
+    target: &Target,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let value = parse_body(target.resource, body)?;
+    let created =
+        shared.write(|c| create(c, target.resource, target.namespace.as_deref(), value))?;
+    Ok(object_response(StatusCode::CREATED, &created))
+}
+
+pub(crate) fn update_request(
+    shared: &Shared,
+    target: &Target,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let value = parse_body(target.resource, body)?;
+    let name = target.name.as_deref().unwrap_or_default();
+    let (object, created) = shared.write(|c| {
+        update(
+            c,
+            target.resource,
+            target.store_namespace(),
+            name,
+            value,
+            target.status,
+        )
+    })?;
+    let code = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(object_response(code, &object))
+}
+
+pub(crate) fn delete_request(
+    shared: &Shared,
+    target: &Target,
+    params: &Params,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let options = DeleteOptions::from_request(params, body)?;
+    let name = target.name.as_deref().unwrap_or_default();
+    let (object, gone) =
+        shared.write(|c| delete(c, target.resource, target.store_namespace(), name, &options))?;
+    // kube-apiserver answers 202 while finalizers hold the object back.
+    let code = if gone {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    Ok(object_response(code, &object))
+}
+
+pub(crate) fn delete_collection_request(
+    shared: &Shared,
+    target: &Target,
+    params: &Params,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let options = DeleteOptions::from_request(params, body)?;
+    let selection = Selection::from_params(params)?;
+    let (selected, _) = select(shared, target, &selection);
+    let (deleted, rv) = shared.write(|c| {
+        let mut deleted = Vec::new();
+        for object in &selected {
+            let ns = meta_str(object, "namespace").unwrap_or_default();
+            let name = meta_str(object, "name").unwrap_or_default();
+            match delete(c, target.resource, ns, name, &options) {
+                Ok((object, _)) => deleted.push(object),
+                Err(e) if e.code() == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((deleted, c.store.resource_version()))
+    })?;
+    Ok(list_response(target, &deleted, rv))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::find;
+
+    fn cluster() -> Cluster {
+        let mut c = Cluster {
+            store: crate::store::Store::new(1000),
+            rng: crate::random::SeededRng::new(1),
+            ips: Default::default(),
+        };
+        create(
+            &mut c,
+            resources::namespaces(),
+            None,
+            json!({"metadata": {"name": "ns"}}),
+        )
+        .unwrap();
+        c
+    }
+
+    fn pods() -> &'static Resource {
+        find("", "v1", "pods").unwrap()
+    }
+
+    #[test]
+    fn create_of_an_existing_name_is_already_exists() {
+        let mut c = cluster();
+        create(
+            &mut c,
+            pods(),
+            Some("ns"),
+            json!({"metadata": {"name": "p"}}),
+        )
+        .unwrap();
+        let err = create(
+            &mut c,
+            pods(),
+            Some("ns"),
+            json!({"metadata": {"name": "p"}}),
+        )
+        .unwrap_err();
+        assert_eq!((err.code(), err.reason()), (409, "AlreadyExists"));
+    }
+
+    #[test]
+    fn create_in_a_missing_namespace_is_not_found() {
+        let mut c = cluster();
+        let err = create(
+            &mut c,
+            pods(),
+            Some("nope"),
+            json!({"metadata": {"name": "p"}}),
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), 404);
+        assert_eq!(err.message(), "namespaces \"nope\" not found");
+    }
+
+    #[test]
+    fn update_with_a_stale_resource_version_conflicts() {
+        let mut c = cluster();
+        let p = create(
+            &mut c,
+            pods(),
+            Some("ns"),
+            json!({"metadata": {"name": "p"}}),
+        )
+        .unwrap();
+        let mut body = (*p).clone();
+        update(&mut c, pods(), "ns", "p", body.clone(), false).unwrap();
+        body["metadata"]["labels"] = json!({"a": "b"});
+        let err = update(&mut c, pods(), "ns", "p", body, false).unwrap_err();
+        assert_eq!((err.code(), err.reason()), (409, "Conflict"));
+    }
+
+    #[test]
+    fn object_with_finalizer_is_kept_terminating_until_the_finalizer_is_removed() {
+        let mut c = cluster();
+        create(
+            &mut c,
+            pods(),
+            Some("ns"),
+            json!({"metadata": {"name": "p", "finalizers": ["x/y"]}}),
+        )
+        .unwrap();
+        let (marked, gone) = delete(&mut c, pods(), "ns", "p", &DeleteOptions::default()).unwrap();
+        assert!(!gone);
+        assert!(is_terminating(&marked));
+        let mut body = (*marked).clone();
+        body["metadata"]["finalizers"] = json!([]);
+        update(&mut c, pods(), "ns", "p", body, false).unwrap();
+        assert!(c.store.get(pods(), "ns", "p").is_none());
+    }
+
+    #[test]
+    fn namespace_delete_terminates_then_goes_away_when_empty() {
+        let mut c = cluster();
+        create(
+            &mut c,
+            pods(),
+            Some("ns"),
+            json!({"metadata": {"name": "held", "finalizers": ["x/y"]}}),
+        )
+        .unwrap();
+        create(
+            &mut c,
+            pods(),
+            Some("ns"),
+            json!({"metadata": {"name": "free"}}),
+        )
+        .unwrap();
+        let (ns, gone) = delete(
+            &mut c,
+            resources::namespaces(),
+            "",
+            "ns",
+            &DeleteOptions::default(),
+        )
+        .unwrap();
+        assert!(!gone);
+        assert_eq!(ns["status"]["phase"], "Terminating");
+        assert!(c.store.get(pods(), "ns", "free").is_none());
+        let err = create(
+            &mut c,
+            pods(),
+            Some("ns"),
+            json!({"metadata": {"name": "new"}}),
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), 403);
+
+        let mut held = (**c.store.get(pods(), "ns", "held").unwrap()).clone();
+        held["metadata"]["finalizers"] = json!(null);
+        update(&mut c, pods(), "ns", "held", held, false).unwrap();
+        assert!(c.store.get(resources::namespaces(), "", "ns").is_none());
+    }
+
+    #[test]
+    fn default_namespace_cannot_be_deleted() {
+        let mut c = cluster();
+        create(
+            &mut c,
+            resources::namespaces(),
+            None,
+            json!({"metadata": {"name": "default"}}),
+        )
+        .unwrap();
+        let err = delete(
+            &mut c,
+            resources::namespaces(),
+            "",
+            "default",
+            &DeleteOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), 403);
+    }
+}

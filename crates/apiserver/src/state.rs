@@ -1,0 +1,100 @@
+//! The server's shared state: the store and the generators behind one lock, plus the signals
+//! watches wait on.
+//!
+//! One `std::sync::Mutex` guards every object. Requests hold it only to read or write the
+//! store, never across an await, so a plain mutex is both simpler and faster than an async one;
+//! serialising responses happens after it is released, on `Arc`-shared objects.
+
+use crate::defaults::ClusterIpAllocator;
+use crate::faults::Faults;
+use crate::random::SeededRng;
+use crate::store::Store;
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Everything a write may change.
+#[derive(Debug)]
+pub(crate) struct Cluster {
+    pub store: Store,
+    pub rng: SeededRng,
+    pub ips: ClusterIpAllocator,
+}
+
+/// State shared by every request of one server.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    cluster: Mutex<Cluster>,
+    /// The latest resourceVersion; watches wake when it changes.
+    changes: watch::Sender<u64>,
+    /// Set to true when the server shuts down, so open watches end.
+    stopping: watch::Sender<bool>,
+    pub faults: Faults,
+    pub counts: Mutex<BTreeMap<(String, String), u64>>,
+    pub bookmark_interval: Duration,
+}
+
+impl Shared {
+    pub fn new(history_window: usize, seed: u64, bookmark_interval: Duration) -> Self {
+        Self {
+            cluster: Mutex::new(Cluster {
+                store: Store::new(history_window),
+                rng: SeededRng::new(seed),
+                ips: ClusterIpAllocator::default(),
+            }),
+            changes: watch::Sender::new(0),
+            stopping: watch::Sender::new(false),
+            faults: Faults::new(seed),
+            counts: Mutex::new(BTreeMap::new()),
+            bookmark_interval,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Cluster> {
+        self.cluster.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs a read under the lock.
+    pub fn read<T>(&self, f: impl FnOnce(&Cluster) -> T) -> T {
+        f(&self.lock())
+    }
+
+    /// Runs a write under the lock, then wakes the watches.
+    pub fn write<T>(&self, f: impl FnOnce(&mut Cluster) -> T) -> T {
+        let (result, rv) = {
+            let mut cluster = self.lock();
+            let result = f(&mut cluster);
+            (result, cluster.store.resource_version())
+        };
+        self.changes.send_if_modified(|latest| {
+            let changed = *latest != rv;
+            *latest = rv;
+            changed
+        });
+        result
+    }
+
+    /// A receiver that changes after every write.
+    pub fn subscribe_changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// A receiver that turns true when the server stops.
+    pub fn subscribe_stopping(&self) -> watch::Receiver<bool> {
+        self.stopping.subscribe()
+    }
+
+    /// Ends every open watch; called when the TCP server shuts down.
+    pub fn stop_watches(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    /// Counts one request.
+    pub fn count(&self, verb: &str, resource: &str) {
+        let mut counts = self.counts.lock().unwrap_or_else(PoisonError::into_inner);
+        *counts
+            .entry((verb.to_owned(), resource.to_owned()))
+            .or_default() += 1;
+    }
+}

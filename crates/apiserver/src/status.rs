@@ -1,0 +1,281 @@
+//! `Status` bodies shaped like kube-apiserver's, so clients branch on them as they would on a
+//! real cluster: kube-rs reads `code` and `reason`, the watcher re-lists on a 410, and the
+//! controllers look for the `NamespaceTerminating` cause.
+
+use crate::resources::Resource;
+use axum::response::{IntoResponse, Response};
+use http::{header, HeaderValue, StatusCode};
+use serde_json::{json, Map, Value};
+
+/// A failed request, answered with a `Status` body.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    code: u16,
+    reason: &'static str,
+    message: String,
+    details: Option<Value>,
+}
+
+fn details(resource: &Resource, name: &str) -> Value {
+    let mut d = Map::new();
+    d.insert("name".into(), json!(name));
+    if !resource.group.is_empty() {
+        d.insert("group".into(), json!(resource.group));
+    }
+    d.insert("kind".into(), json!(resource.plural));
+    Value::Object(d)
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// HTTP status code.
+    pub fn code(&self) -> u16 {
+        self.code
+    }
+
+    /// The `reason` field, e.g. `NotFound`.
+    pub fn reason(&self) -> &str {
+        self.reason
+    }
+
+    /// The human-readable message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// 404 for a named object.
+    pub fn not_found(resource: &Resource, name: &str) -> Self {
+        let q = resource.qualified_name();
+        Self::new(404, "NotFound", format!("{q} \"{name}\" not found"))
+            .with_details(details(resource, name))
+    }
+
+    /// 404 for a path the server does not serve.
+    pub fn no_route() -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(json!({}))
+    }
+
+    /// 409 for a create whose name is taken.
+    pub fn already_exists(resource: &Resource, name: &str) -> Self {
+        let q = resource.qualified_name();
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{q} \"{name}\" already exists"),
+        )
+        .with_details(details(resource, name))
+    }
+
+    /// 409 for a write whose resourceVersion (or other precondition) is stale.
+    pub fn conflict(resource: &Resource, name: &str, why: &str) -> Self {
+        let q = resource.qualified_name();
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {q} \"{name}\": {why}"),
+        )
+        .with_details(details(resource, name))
+    }
+
+    /// An injected 409 for a request on `resource` (a fault-rule name such as `pods`).
+    pub fn injected_conflict(resource: &str, name: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {resource} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"),
+        )
+        .with_details(json!({ "name": name, "kind": resource }))
+    }
+
+    /// The stale-resourceVersion conflict, worded as kube-apiserver words it.
+    pub fn stale(resource: &Resource, name: &str) -> Self {
+        Self::conflict(
+            resource,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    /// 403 for a create in a namespace that is being deleted, with the `NamespaceTerminating`
+    /// cause kube-apiserver's lifecycle admission adds.
+    pub fn namespace_terminating(resource: &Resource, name: &str, namespace: &str) -> Self {
+        let q = resource.qualified_name();
+        let mut d = details(resource, name);
+        d["causes"] = json!([{
+            "reason": "NamespaceTerminating",
+            "message": format!("namespace {namespace} is being terminated"),
+            "field": "metadata.namespace",
+        }]);
+        Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{q} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated"
+            ),
+        )
+        .with_details(d)
+    }
+
+    /// 403 with a plain reason.
+    pub fn forbidden(resource: &Resource, name: &str, why: &str) -> Self {
+        let q = resource.qualified_name();
+        Self::new(
+            403,
+            "Forbidden",
+            format!("{q} \"{name}\" is forbidden: {why}"),
+        )
+        .with_details(details(resource, name))
+    }
+
+    /// 422 for an object that fails validation on one field.
+    pub fn invalid(resource: &Resource, name: &str, field: &str, cause: &str, why: &str) -> Self {
+        let kind = resource.kind;
+        let mut d = details(resource, name);
+        d["kind"] = json!(kind);
+        d["causes"] = json!([{ "reason": cause, "message": why, "field": field }]);
+        Self::new(
+            422,
+            "Invalid",
+            format!("{kind} \"{name}\" is invalid: {field}: {why}"),
+        )
+        .with_details(d)
+    }
+
+    /// 422 for a patch that cannot be applied.
+    pub fn unprocessable(message: impl Into<String>) -> Self {
+        Self::new(422, "Invalid", message)
+    }
+
+    /// 400 for a request the server cannot read.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// 405 for a verb the path does not support.
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
+        .with_details(json!({}))
+    }
+
+    /// 415 for a patch type the server does not know.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json; got {content_type:?}"))
+    }
+
+    /// 410 for a watch from a resourceVersion older than the kept history.
+    pub fn expired(requested: u64, oldest: u64) -> Self {
+        Self::new(
+            410,
+            "Expired",
+            format!("too old resource version: {requested} ({oldest})"),
+        )
+    }
+
+    /// 500, as injected by faults.
+    pub fn internal(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {message}"),
+        )
+        .with_details(json!({ "causes": [{ "message": message }] }))
+    }
+
+    /// 429, as injected by faults.
+    pub fn too_many_requests() -> Self {
+        Self::new(
+            429,
+            "TooManyRequests",
+            "Too many requests, please try again later.",
+        )
+        .with_details(json!({ "retryAfterSeconds": 1 }))
+    }
+
+    /// The `Status` object.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            status["details"] = d.clone();
+        }
+        status
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = (code, axum::Json(self.to_status())).into_response();
+        if self.code == 429 {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::find;
+
+    #[test]
+    fn namespace_terminating_status_matches_kube_apiserver() {
+        let pods = find("", "v1", "pods").unwrap();
+        let status = ApiError::namespace_terminating(pods, "web", "gone").to_status();
+        assert_eq!(status["code"], 403);
+        assert_eq!(status["reason"], "Forbidden");
+        assert_eq!(
+            status["message"],
+            "pods \"web\" is forbidden: unable to create new content in namespace gone because it is being terminated"
+        );
+        assert_eq!(
+            status["details"]["causes"][0]["reason"],
+            "NamespaceTerminating"
+        );
+        assert_eq!(status["details"]["kind"], "pods");
+    }
+
+    #[test]
+    fn grouped_resources_are_qualified_in_messages() {
+        let slices = find("discovery.k8s.io", "v1", "endpointslices").unwrap();
+        let status = ApiError::not_found(slices, "s").to_status();
+        assert_eq!(
+            status["message"],
+            "endpointslices.discovery.k8s.io \"s\" not found"
+        );
+        assert_eq!(status["details"]["group"], "discovery.k8s.io");
+    }
+}

@@ -1,0 +1,226 @@
+//! Objects by resource, namespace and name, and the one resourceVersion counter.
+//!
+//! Like etcd behind kube-apiserver, the store hands out a single increasing resourceVersion
+//! across all kinds: every write takes the next number, stamps it on the object and records
+//! the change in the history that watches read. It knows nothing of HTTP or admission rules;
+//! callers decide what to write.
+
+use crate::history::{Change, EventType, History};
+use crate::resources::Resource;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
+type ObjectKey = (String, String);
+
+/// Identifies a resource in the store: `(group, plural)`.
+type ResourceKey = (&'static str, &'static str);
+
+/// Reads a string field of `metadata`.
+pub fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
+    object.get("metadata")?.get(field)?.as_str()
+}
+
+/// Sets a field of `metadata`, creating `metadata` when needed. Objects reaching the store
+/// are JSON objects (admission rejects anything else), so other values are left alone.
+pub fn set_meta(object: &mut Value, field: &str, value: Value) {
+    if let Some(map) = object.as_object_mut() {
+        let meta = map.entry("metadata").or_insert_with(|| json!({}));
+        if !meta.is_object() {
+            *meta = json!({});
+        }
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert(field.to_owned(), value);
+        }
+    }
+}
+
+/// Removes a field of `metadata`.
+pub fn remove_meta(object: &mut Value, field: &str) -> Option<Value> {
+    object.get_mut("metadata")?.as_object_mut()?.remove(field)
+}
+
+fn key_of(object: &Value) -> ObjectKey {
+    (
+        meta_str(object, "namespace").unwrap_or_default().to_owned(),
+        meta_str(object, "name").unwrap_or_default().to_owned(),
+    )
+}
+
+/// The stored objects and their history.
+#[derive(Debug)]
+pub struct Store {
+    objects: BTreeMap<ResourceKey, BTreeMap<ObjectKey, Arc<Value>>>,
+    resource_version: u64,
+    history: History,
+}
+
+impl Store {
+    /// An empty store whose history keeps `window` changes.
+    pub fn new(window: usize) -> Self {
+        Self {
+            objects: BTreeMap::new(),
+            resource_version: 0,
+            history: History::new(window),
+        }
+    }
+
+    /// The resourceVersion of the latest write.
+    pub fn resource_version(&self) -> u64 {
+        self.resource_version
+    }
+
+    /// The kept changes.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// Forgets the history, so every watch from before now expires.
+    pub fn compact_history(&mut self) {
+        self.history.compact(self.resource_version);
+    }
+
+    /// One object; `namespace` is empty for cluster-scoped resources.
+    pub fn get(&self, resource: &Resource, namespace: &str, name: &str) -> Option<&Arc<Value>> {
+        self.objects
+            .get(&(resource.group, resource.plural))?
+            .get(&(namespace.to_owned(), name.to_owned()))
+    }
+
+    /// Objects of a resource, in one namespace or all, sorted by namespace and name.
+    pub fn list<'a>(
+        &'a self,
+        resource: &Resource,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Arc<Value>> + 'a {
+        self.objects
+            .get(&(resource.group, resource.plural))
+            .into_iter()
+            .flat_map(|objects| objects.iter())
+            .filter(move |((ns, _), _)| namespace.is_none_or(|want| want == ns))
+            .map(|(_, object)| object)
+    }
+
+    /// Every namespaced object in `namespace`, as `(resource, name)`.
+    pub fn contents_of(&self, namespace: &str) -> Vec<(&'static Resource, String)> {
+        let mut found = Vec::new();
+        for resource in crate::resources::RESOURCES.iter().filter(|r| r.namespaced) {
+            for object in self.list(resource, Some(namespace)) {
+                if let Some(name) = meta_str(object, "name") {
+                    found.push((resource, name.to_owned()));
+                }
+            }
+        }
+        found
+    }
+
+    fn next_version(&mut self, object: &mut Value) -> u64 {
+        self.resource_version += 1;
+        set_meta(
+            object,
+            "resourceVersion",
+            json!(self.resource_version.to_string()),
+        );
+        self.resource_version
+    }
+
+    /// Stores a new object (replacing nothing) and records ADDED.
+    pub fn create(&mut self, resource: &'static Resource, mut object: Value) -> Arc<Value> {
+        let rv = self.next_version(&mut object);
+        let object = Arc::new(object);
+        self.objects
+            .entry((resource.group, resource.plural))
+            .or_default()
+            .insert(key_of(&object), object.clone());
+        self.history.push(Change {
+            resource_version: rv,
+            resource,
+            kind: EventType::Added,
+            object: object.clone(),
+            previous: None,
+        });
+        object
+    }
+
+    /// Replaces an existing object and records MODIFIED.
+    pub fn update(&mut self, resource: &'static Resource, mut object: Value) -> Arc<Value> {
+        let rv = self.next_version(&mut object);
+        let object = Arc::new(object);
+        let previous = self
+            .objects
+            .entry((resource.group, resource.plural))
+            .or_default()
+            .insert(key_of(&object), object.clone());
+        self.history.push(Change {
+            resource_version: rv,
+            resource,
+            kind: EventType::Modified,
+            object: object.clone(),
+            previous,
+        });
+        object
+    }
+
+    /// Removes an object and records DELETED; the removed object carries the deletion's
+    /// resourceVersion, as on a real server.
+    pub fn remove(
+        &mut self,
+        resource: &'static Resource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<Value>> {
+        let removed = self
+            .objects
+            .get_mut(&(resource.group, resource.plural))?
+            .remove(&(namespace.to_owned(), name.to_owned()))?;
+        let mut object = Arc::unwrap_or_clone(removed);
+        let rv = self.next_version(&mut object);
+        let object = Arc::new(object);
+        self.history.push(Change {
+            resource_version: rv,
+            resource,
+            kind: EventType::Deleted,
+            object: object.clone(),
+            previous: None,
+        });
+        Some(object)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::find;
+
+    #[test]
+    fn every_write_takes_the_next_resource_version_across_kinds() {
+        let mut store = Store::new(100);
+        let pods = find("", "v1", "pods").unwrap();
+        let nodes = find("", "v1", "nodes").unwrap();
+        let p = store.create(pods, json!({"metadata": {"name": "a", "namespace": "d"}}));
+        let n = store.create(nodes, json!({"metadata": {"name": "n"}}));
+        assert_eq!(meta_str(&p, "resourceVersion"), Some("1"));
+        assert_eq!(meta_str(&n, "resourceVersion"), Some("2"));
+        let gone = store.remove(pods, "d", "a").unwrap();
+        assert_eq!(meta_str(&gone, "resourceVersion"), Some("3"));
+        assert!(store.get(pods, "d", "a").is_none());
+        assert_eq!(store.history().since(0).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn list_filters_by_namespace_in_name_order() {
+        let mut store = Store::new(100);
+        let pods = find("", "v1", "pods").unwrap();
+        for (ns, name) in [("b", "z"), ("a", "y"), ("b", "x")] {
+            store.create(pods, json!({"metadata": {"name": name, "namespace": ns}}));
+        }
+        let names: Vec<&str> = store
+            .list(pods, Some("b"))
+            .filter_map(|o| meta_str(o, "name"))
+            .collect();
+        assert_eq!(names, vec!["x", "z"]);
+        assert_eq!(store.list(pods, None).count(), 3);
+        assert_eq!(store.contents_of("a").len(), 1);
+    }
+}
