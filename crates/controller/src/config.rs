@@ -1,0 +1,217 @@
+//! The settings both controllers share, with kube-controller-manager's defaults.
+//!
+//! Plain data: the `cli` crate maps its flags (same names as kube-controller-manager's) onto
+//! these fields, and tests build them directly. Keeping clap out of this crate keeps the
+//! controllers usable from tests and from `kube-endpoints dev` without a command line.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use crate::client::ClientSettings;
+
+/// Upstream's hard cap on `--max-endpoints-per-slice`.
+pub const MAX_ENDPOINTS_PER_SLICE_LIMIT: u32 = 1000;
+
+/// Settings of one `kube-endpoints run`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// `--concurrent-endpoint-syncs`: Endpoints controller workers (5).
+    pub concurrent_endpoint_syncs: u32,
+    /// `--concurrent-service-endpoint-syncs`: EndpointSlice controller workers (5).
+    pub concurrent_service_endpoint_syncs: u32,
+    /// `--max-endpoints-per-slice`: endpoints per EndpointSlice (100, at most 1000).
+    pub max_endpoints_per_slice: u32,
+    /// `--endpoint-updates-batch-period`: how long the Endpoints controller holds pod
+    /// changes before syncing their services (0: at once).
+    pub endpoint_updates_batch_period: Duration,
+    /// `--endpointslice-updates-batch-period`: the same for the EndpointSlice controller.
+    pub endpointslice_updates_batch_period: Duration,
+    /// How to reach the API server, and `--kube-api-qps`/`--kube-api-burst`.
+    pub client: ClientSettings,
+    /// `--leader-elect` and its companions.
+    pub leader_election: LeaderElectionSettings,
+    /// Where /metrics, /healthz and /readyz are served.
+    pub serving: ServingSettings,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            concurrent_endpoint_syncs: 5,
+            concurrent_service_endpoint_syncs: 5,
+            max_endpoints_per_slice: 100,
+            endpoint_updates_batch_period: Duration::ZERO,
+            endpointslice_updates_batch_period: Duration::ZERO,
+            client: ClientSettings::default(),
+            leader_election: LeaderElectionSettings::default(),
+            serving: ServingSettings::default(),
+        }
+    }
+}
+
+/// A setting outside the range kube-controller-manager accepts.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SettingsError {
+    /// `--max-endpoints-per-slice` must be between 1 and 1000.
+    #[error(
+        "--max-endpoints-per-slice must be between 1 and {MAX_ENDPOINTS_PER_SLICE_LIMIT}, got {0}"
+    )]
+    MaxEndpointsPerSlice(u32),
+    /// Worker counts must be positive.
+    #[error("{flag} must be at least 1")]
+    NoWorkers {
+        /// The flag that is zero.
+        flag: &'static str,
+    },
+    /// client-go requires lease duration > renew deadline > retry period * 1.2.
+    #[error(
+        "leader election needs --leader-elect-lease-duration > --leader-elect-renew-deadline > \
+         1.2 x --leader-elect-retry-period"
+    )]
+    LeaderElectionTimings,
+}
+
+impl Settings {
+    /// Checks the ranges kube-controller-manager checks at start-up.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        if !(1..=MAX_ENDPOINTS_PER_SLICE_LIMIT).contains(&self.max_endpoints_per_slice) {
+            return Err(SettingsError::MaxEndpointsPerSlice(
+                self.max_endpoints_per_slice,
+            ));
+        }
+        if self.concurrent_endpoint_syncs == 0 {
+            return Err(SettingsError::NoWorkers {
+                flag: "--concurrent-endpoint-syncs",
+            });
+        }
+        if self.concurrent_service_endpoint_syncs == 0 {
+            return Err(SettingsError::NoWorkers {
+                flag: "--concurrent-service-endpoint-syncs",
+            });
+        }
+        if self.leader_election.enabled {
+            self.leader_election.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// `--leader-elect*`: whether and how to elect one active instance through a Lease.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LeaderElectionSettings {
+    /// `--leader-elect` (true): run only while holding the Lease.
+    pub enabled: bool,
+    /// `--leader-elect-lease-duration` (15s): how long others wait, after last seeing the
+    /// Lease change, before taking it over.
+    pub lease_duration: Duration,
+    /// `--leader-elect-renew-deadline` (10s): how long the leader keeps trying to renew
+    /// before it gives up leading.
+    pub renew_deadline: Duration,
+    /// `--leader-elect-retry-period` (2s): the pause between tries to acquire or renew.
+    pub retry_period: Duration,
+    /// `--leader-elect-resource-name`: the Lease's name. `kube-endpoints` by default, not
+    /// `kube-controller-manager`: both run side by side, each with its own lock.
+    pub resource_name: String,
+    /// `--leader-elect-resource-namespace` (kube-system): the Lease's namespace.
+    pub resource_namespace: String,
+}
+
+impl Default for LeaderElectionSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            resource_name: "kube-endpoints".to_string(),
+            resource_namespace: "kube-system".to_string(),
+        }
+    }
+}
+
+impl LeaderElectionSettings {
+    /// client-go's checks: lease duration > renew deadline > 1.2 x retry period (its
+    /// jitter factor), all positive.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        let jittered_retry = self.retry_period.mul_f64(1.2);
+        if self.retry_period.is_zero()
+            || self.lease_duration <= self.renew_deadline
+            || self.renew_deadline <= jittered_retry
+        {
+            return Err(SettingsError::LeaderElectionTimings);
+        }
+        Ok(())
+    }
+}
+
+/// `--bind-address` and `--port`: where /metrics, /healthz and /readyz listen (plain HTTP).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServingSettings {
+    /// `--bind-address` (0.0.0.0).
+    pub bind_address: IpAddr,
+    /// `--port` (10252). kube-controller-manager serves HTTPS on 10257 and we run beside it,
+    /// often on the same host network, so we take the number its plain-HTTP port had before
+    /// that port was removed, which no current component binds.
+    pub port: u16,
+}
+
+impl Default for ServingSettings {
+    fn default() -> Self {
+        Self {
+            bind_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            port: 10252,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_kube_controller_manager() {
+        let settings = Settings::default();
+        assert_eq!(settings.concurrent_endpoint_syncs, 5);
+        assert_eq!(settings.concurrent_service_endpoint_syncs, 5);
+        assert_eq!(settings.max_endpoints_per_slice, 100);
+        assert_eq!(settings.endpoint_updates_batch_period, Duration::ZERO);
+        assert_eq!(settings.endpointslice_updates_batch_period, Duration::ZERO);
+        assert_eq!(settings.client.qps, 20.0);
+        assert_eq!(settings.client.burst, 30);
+        let election = &settings.leader_election;
+        assert!(election.enabled);
+        assert_eq!(election.lease_duration, Duration::from_secs(15));
+        assert_eq!(election.renew_deadline, Duration::from_secs(10));
+        assert_eq!(election.retry_period, Duration::from_secs(2));
+        assert_eq!(election.resource_namespace, "kube-system");
+        assert_eq!(settings.validate(), Ok(()));
+    }
+
+    #[test]
+    fn max_endpoints_per_slice_is_capped_at_one_thousand() {
+        let mut settings = Settings {
+            max_endpoints_per_slice: 1000,
+            ..Settings::default()
+        };
+        assert_eq!(settings.validate(), Ok(()));
+        settings.max_endpoints_per_slice = 1001;
+        assert_eq!(
+            settings.validate(),
+            Err(SettingsError::MaxEndpointsPerSlice(1001))
+        );
+        settings.max_endpoints_per_slice = 0;
+        assert!(settings.validate().is_err());
+    }
+
+    #[test]
+    fn leader_election_timings_must_nest() {
+        let mut settings = Settings::default();
+        settings.leader_election.renew_deadline = Duration::from_secs(15);
+        assert_eq!(
+            settings.validate(),
+            Err(SettingsError::LeaderElectionTimings)
+        );
+        settings.leader_election.enabled = false;
+        assert_eq!(settings.validate(), Ok(()));
+    }
+}

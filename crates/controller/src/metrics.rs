@@ -1,0 +1,198 @@
+//! The EndpointSlice controller's Prometheus metrics, with upstream's exact names.
+//!
+//! Dashboards and alerts written for kube-controller-manager must keep working when these
+//! controllers move out of it, so every name, label and bucket below is upstream's
+//! (subsystem `endpoint_slice_controller`). We use the `prometheus` crate because it keeps
+//! counter names as given; upstream's counters have no `_total` suffix, and adding one would
+//! break those dashboards. The per-service figures behind the gauges are computed as data in
+//! `reconcile`; this module only holds the instruments and renders the registry.
+
+use prometheus::{
+    exponential_buckets, Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec,
+    IntCounterVec, Opts, Registry, TextEncoder,
+};
+
+const SUBSYSTEM: &str = "endpoint_slice_controller";
+
+/// The EndpointSlice controller's metrics, registered in one registry.
+#[derive(Debug, Clone)]
+pub struct EndpointSliceMetrics {
+    /// `endpoints_added_per_sync`: endpoints added on each service sync.
+    pub endpoints_added_per_sync: Histogram,
+    /// `endpoints_removed_per_sync`: endpoints removed on each service sync.
+    pub endpoints_removed_per_sync: Histogram,
+    /// `endpoints_desired`: endpoints desired across all services.
+    pub endpoints_desired: Gauge,
+    /// `num_endpoint_slices`: EndpointSlices the controller manages.
+    pub num_endpoint_slices: Gauge,
+    /// `desired_endpoint_slices`: EndpointSlices that would exist with perfect allocation.
+    pub desired_endpoint_slices: Gauge,
+    /// `changes{operation}`: EndpointSlice changes, by `create`, `update` or `delete`.
+    pub changes: IntCounterVec,
+    /// `endpointslices_changed_per_sync{topology,traffic_distribution}`: slices changed on
+    /// each service sync; `topology` is `Auto` or `Disabled`, `traffic_distribution` the
+    /// service's value or empty.
+    pub endpointslices_changed_per_sync: HistogramVec,
+    /// `syncs{result}`: service syncs, by `success`, `stale` or `error`.
+    pub syncs: IntCounterVec,
+    /// `services_count_by_traffic_distribution{traffic_distribution}`: services using each
+    /// trafficDistribution value.
+    pub services_count_by_traffic_distribution: GaugeVec,
+}
+
+fn opts(name: &str, help: &str) -> Opts {
+    Opts::new(name, help).subsystem(SUBSYSTEM)
+}
+
+impl EndpointSliceMetrics {
+    /// Creates the metrics and registers them into `registry`; fails if they already are.
+    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        // Upstream's buckets for endpoint counts: 2, 4, ..., 32768.
+        let endpoint_buckets = exponential_buckets(2.0, 2.0, 15)?;
+        let metrics = Self {
+            endpoints_added_per_sync: Histogram::with_opts(
+                HistogramOpts::from(opts(
+                    "endpoints_added_per_sync",
+                    "Number of endpoints added on each Service sync",
+                ))
+                .buckets(endpoint_buckets.clone()),
+            )?,
+            endpoints_removed_per_sync: Histogram::with_opts(
+                HistogramOpts::from(opts(
+                    "endpoints_removed_per_sync",
+                    "Number of endpoints removed on each Service sync",
+                ))
+                .buckets(endpoint_buckets),
+            )?,
+            endpoints_desired: Gauge::with_opts(opts(
+                "endpoints_desired",
+                "Number of endpoints desired",
+            ))?,
+            num_endpoint_slices: Gauge::with_opts(opts(
+                "num_endpoint_slices",
+                "Number of EndpointSlices",
+            ))?,
+            desired_endpoint_slices: Gauge::with_opts(opts(
+                "desired_endpoint_slices",
+                "Number of EndpointSlices that would exist with perfect endpoint allocation",
+            ))?,
+            changes: IntCounterVec::new(
+                opts("changes", "Number of EndpointSlice changes"),
+                &["operation"],
+            )?,
+            endpointslices_changed_per_sync: HistogramVec::new(
+                HistogramOpts::from(opts(
+                    "endpointslices_changed_per_sync",
+                    "Number of EndpointSlices changed on each Service sync",
+                )),
+                &["topology", "traffic_distribution"],
+            )?,
+            syncs: IntCounterVec::new(opts("syncs", "Number of EndpointSlice syncs"), &["result"])?,
+            services_count_by_traffic_distribution: GaugeVec::new(
+                opts(
+                    "services_count_by_traffic_distribution",
+                    "Number of Services using some specific trafficDistribution",
+                ),
+                &["traffic_distribution"],
+            )?,
+        };
+        registry.register(Box::new(metrics.endpoints_added_per_sync.clone()))?;
+        registry.register(Box::new(metrics.endpoints_removed_per_sync.clone()))?;
+        registry.register(Box::new(metrics.endpoints_desired.clone()))?;
+        registry.register(Box::new(metrics.num_endpoint_slices.clone()))?;
+        registry.register(Box::new(metrics.desired_endpoint_slices.clone()))?;
+        registry.register(Box::new(metrics.changes.clone()))?;
+        registry.register(Box::new(metrics.endpointslices_changed_per_sync.clone()))?;
+        registry.register(Box::new(metrics.syncs.clone()))?;
+        registry.register(Box::new(
+            metrics.services_count_by_traffic_distribution.clone(),
+        ))?;
+        Ok(metrics)
+    }
+}
+
+/// The registry in Prometheus' text exposition format, as served on `/metrics`.
+pub fn render(registry: &Registry) -> Result<String, prometheus::Error> {
+    let mut buffer = Vec::new();
+    TextEncoder::new().encode(&registry.gather(), &mut buffer)?;
+    String::from_utf8(buffer).map_err(|error| prometheus::Error::Msg(error.to_string()))
+}
+
+/// The content type of [`render`]'s output.
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metric_names_are_upstream_names() {
+        let registry = Registry::new();
+        let metrics = EndpointSliceMetrics::register(&registry).unwrap();
+        metrics.changes.with_label_values(&["create"]).inc();
+        metrics.syncs.with_label_values(&["success"]).inc();
+        metrics
+            .endpointslices_changed_per_sync
+            .with_label_values(&["Disabled", ""])
+            .observe(1.0);
+        metrics
+            .services_count_by_traffic_distribution
+            .with_label_values(&["PreferClose"])
+            .set(1.0);
+        let mut names: Vec<String> = registry
+            .gather()
+            .iter()
+            .map(|family| family.name().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "endpoint_slice_controller_changes",
+                "endpoint_slice_controller_desired_endpoint_slices",
+                "endpoint_slice_controller_endpoints_added_per_sync",
+                "endpoint_slice_controller_endpoints_desired",
+                "endpoint_slice_controller_endpoints_removed_per_sync",
+                "endpoint_slice_controller_endpointslices_changed_per_sync",
+                "endpoint_slice_controller_num_endpoint_slices",
+                "endpoint_slice_controller_services_count_by_traffic_distribution",
+                "endpoint_slice_controller_syncs",
+            ]
+        );
+    }
+
+    #[test]
+    fn endpoint_count_buckets_run_from_2_to_32768() {
+        let registry = Registry::new();
+        let metrics = EndpointSliceMetrics::register(&registry).unwrap();
+        metrics.endpoints_added_per_sync.observe(3.0);
+        let text = render(&registry).unwrap();
+        assert!(
+            text.contains(r#"endpoint_slice_controller_endpoints_added_per_sync_bucket{le="2"} 0"#)
+        );
+        assert!(
+            text.contains(r#"endpoint_slice_controller_endpoints_added_per_sync_bucket{le="4"} 1"#)
+        );
+        assert!(text.contains(
+            r#"endpoint_slice_controller_endpoints_added_per_sync_bucket{le="32768"} 1"#
+        ));
+        assert!(!text.contains(r#"le="65536""#));
+    }
+
+    #[test]
+    fn counters_keep_their_names_without_a_total_suffix() {
+        let registry = Registry::new();
+        let metrics = EndpointSliceMetrics::register(&registry).unwrap();
+        metrics.syncs.with_label_values(&["stale"]).inc();
+        let text = render(&registry).unwrap();
+        assert!(text.contains(r#"endpoint_slice_controller_syncs{result="stale"} 1"#));
+        assert!(!text.contains("syncs_total"));
+    }
+
+    #[test]
+    fn registering_twice_in_one_registry_fails() {
+        let registry = Registry::new();
+        EndpointSliceMetrics::register(&registry).unwrap();
+        assert!(EndpointSliceMetrics::register(&registry).is_err());
+    }
+}
