@@ -1,0 +1,781 @@
+//! The embedded API server driven by the real kube client, in-process and over TCP.
+//!
+//! Each test starts its own server. Waits are bounded by a generous deadline that only fails a
+//! hung test; nothing sleeps for a fixed time.
+
+use apiserver::{ApiServer, Config, FaultResponse};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{
+    DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use serde_json::json;
+use std::future::Future;
+use std::time::Duration;
+
+fn start() -> (ApiServer, Client) {
+    start_with(Config::default())
+}
+
+fn start_with(config: Config) -> (ApiServer, Client) {
+    let server = ApiServer::new(config);
+    let client = Client::new(server.service(), "default");
+    (server, client)
+}
+
+/// Fails a test that hangs instead of letting it run forever; never a timing assertion.
+async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(Duration::from_secs(20), fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out waiting for {what}"),
+    }
+}
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}]}]},
+    }))
+    .unwrap()
+}
+
+fn api_status(err: kube::Error) -> kube::core::Status {
+    match err {
+        kube::Error::Api(status) => *status,
+        other => panic!("expected an API error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn pods_can_be_created_read_listed_replaced_and_deleted() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let created = pods
+        .create(&PostParams::default(), &pod("web-1"))
+        .await
+        .unwrap();
+    assert!(created.metadata.uid.is_some());
+    assert!(created.metadata.creation_timestamp.is_some());
+    assert_eq!(
+        created.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Pending")
+    );
+    // The server defaults container port protocols, as kube-apiserver does.
+    let port = &created.spec.as_ref().unwrap().containers[0]
+        .ports
+        .as_ref()
+        .unwrap()[0];
+    assert_eq!(port.protocol.as_deref(), Some("TCP"));
+
+    let got = pods.get("web-1").await.unwrap();
+    assert_eq!(
+        got.metadata.resource_version,
+        created.metadata.resource_version
+    );
+
+    let mut changed = got.clone();
+    changed
+        .metadata
+        .labels
+        .get_or_insert_default()
+        .insert("tier".into(), "front".into());
+    let replaced = pods
+        .replace("web-1", &PostParams::default(), &changed)
+        .await
+        .unwrap();
+    assert_ne!(
+        replaced.metadata.resource_version,
+        got.metadata.resource_version
+    );
+
+    let list = pods.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    assert!(list.metadata.resource_version.is_some());
+
+    pods.delete("web-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(api_status(pods.get("web-1").await.unwrap_err()).code, 404);
+}
+
+#[tokio::test]
+async fn creating_an_existing_name_is_409_already_exists() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod("a"))
+        .await
+        .unwrap();
+    let status = api_status(
+        pods.create(&PostParams::default(), &pod("a"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (409, "AlreadyExists")
+    );
+    assert_eq!(status.message, "pods \"a\" already exists");
+}
+
+#[tokio::test]
+async fn replacing_with_a_stale_resource_version_is_409_conflict() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let first = pods
+        .create(&PostParams::default(), &pod("a"))
+        .await
+        .unwrap();
+    pods.replace("a", &PostParams::default(), &first)
+        .await
+        .unwrap();
+    let status = api_status(
+        pods.replace("a", &PostParams::default(), &first)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert!(
+        status.message.contains("the object has been modified"),
+        "{}",
+        status.message
+    );
+}
+
+#[tokio::test]
+async fn generate_name_appends_five_characters() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let mut p = pod("");
+    p.metadata.name = None;
+    p.metadata.generate_name = Some("web-".into());
+    let created = pods.create(&PostParams::default(), &p).await.unwrap();
+    let name = created.metadata.name.unwrap();
+    assert!(name.starts_with("web-") && name.len() == 9, "{name}");
+}
+
+#[tokio::test]
+async fn list_honours_label_and_field_selectors_in_one_or_all_namespaces() {
+    let (_server, client) = start();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "other"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let here: Api<Pod> = Api::default_namespaced(client.clone());
+    let there: Api<Pod> = Api::namespaced(client.clone(), "other");
+    here.create(&PostParams::default(), &pod("a"))
+        .await
+        .unwrap();
+    let mut db = pod("b");
+    db.metadata.labels = Some([("app".to_owned(), "db".to_owned())].into());
+    here.create(&PostParams::default(), &db).await.unwrap();
+    there
+        .create(&PostParams::default(), &pod("c"))
+        .await
+        .unwrap();
+
+    let all: Api<Pod> = Api::all(client);
+    let names = |list: kube::core::ObjectList<Pod>| -> Vec<String> {
+        list.items
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .collect()
+    };
+    assert_eq!(
+        names(all.list(&ListParams::default()).await.unwrap()),
+        ["a", "b", "c"]
+    );
+    assert_eq!(
+        names(
+            all.list(&ListParams::default().labels("app=web"))
+                .await
+                .unwrap()
+        ),
+        ["a", "c"]
+    );
+    assert_eq!(
+        names(
+            all.list(&ListParams::default().labels("app in (db,x)"))
+                .await
+                .unwrap()
+        ),
+        ["b"]
+    );
+    assert_eq!(
+        names(
+            all.list(&ListParams::default().labels("app notin (db)"))
+                .await
+                .unwrap()
+        ),
+        ["a", "c"]
+    );
+    assert_eq!(
+        names(
+            all.list(&ListParams::default().labels("!app"))
+                .await
+                .unwrap()
+        ),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        names(
+            all.list(&ListParams::default().fields("metadata.namespace=other"))
+                .await
+                .unwrap()
+        ),
+        ["c"]
+    );
+    assert_eq!(
+        names(
+            here.list(&ListParams::default().fields("metadata.name!=a"))
+                .await
+                .unwrap()
+        ),
+        ["b"]
+    );
+    let status = api_status(
+        all.list(&ListParams::default().labels("app in ("))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(status.code, 400);
+}
+
+#[tokio::test]
+async fn status_subresource_writes_only_status_and_main_writes_ignore_status() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod("a"))
+        .await
+        .unwrap();
+    let status = json!({"status": {"podIP": "10.0.0.1", "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True"}]}, "spec": {"nodeName": "ignored"}});
+    let patched = pods
+        .patch_status("a", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
+    let st = patched.status.unwrap();
+    assert_eq!(st.phase.as_deref(), Some("Running"));
+    // podIPs is defaulted from podIP.
+    assert_eq!(st.pod_ips.unwrap()[0].ip, "10.0.0.1");
+    assert_eq!(patched.spec.unwrap().node_name, None);
+
+    let main = json!({"metadata": {"labels": {"x": "y"}}, "status": {"phase": "Failed"}});
+    let patched = pods
+        .patch("a", &PatchParams::default(), &Patch::Merge(&main))
+        .await
+        .unwrap();
+    assert_eq!(patched.status.unwrap().phase.as_deref(), Some("Running"));
+    assert_eq!(patched.metadata.labels.unwrap()["x"], "y");
+}
+
+#[tokio::test]
+async fn patches_apply_in_json_merge_strategic_and_apply_formats() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let mut p = pod("a");
+    p.spec
+        .as_mut()
+        .unwrap()
+        .containers
+        .push(serde_json::from_value(json!({"name": "side", "image": "busybox"})).unwrap());
+    pods.create(&PostParams::default(), &p).await.unwrap();
+    let pp = PatchParams::default();
+
+    let json_patch: json_patch::Patch =
+        serde_json::from_value(json!([{"op": "add", "path": "/metadata/labels/j", "value": "1"}]))
+            .unwrap();
+    let out = pods
+        .patch("a", &pp, &Patch::<()>::Json(json_patch))
+        .await
+        .unwrap();
+    assert_eq!(out.metadata.labels.as_ref().unwrap()["j"], "1");
+
+    let strategic = json!({"spec": {"containers": [{"name": "side", "image": "alpine"}]}});
+    let out = pods
+        .patch("a", &pp, &Patch::Strategic(&strategic))
+        .await
+        .unwrap();
+    let images: Vec<_> = out
+        .spec
+        .unwrap()
+        .containers
+        .into_iter()
+        .map(|c| c.image.unwrap())
+        .collect();
+    assert_eq!(
+        images,
+        ["nginx", "alpine"],
+        "strategic merge keeps containers by name"
+    );
+
+    let merge = json!({"metadata": {"labels": {"j": null}}});
+    let out = pods.patch("a", &pp, &Patch::Merge(&merge)).await.unwrap();
+    assert!(!out.metadata.labels.unwrap().contains_key("j"));
+
+    let applied = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "new", "labels": {"via": "apply"}},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    let ssa = PatchParams::apply("test");
+    let out = pods
+        .patch("new", &ssa, &Patch::Apply(&applied))
+        .await
+        .unwrap();
+    assert_eq!(out.metadata.labels.unwrap()["via"], "apply");
+    let again = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "new", "labels": {"more": "yes"}}});
+    let out = pods
+        .patch("new", &ssa, &Patch::Apply(&again))
+        .await
+        .unwrap();
+    let labels = out.metadata.labels.unwrap();
+    assert_eq!(
+        (labels["via"].as_str(), labels["more"].as_str()),
+        ("apply", "yes")
+    );
+
+    let stale = json!({"metadata": {"resourceVersion": "1"}});
+    let status = api_status(
+        pods.patch("a", &pp, &Patch::Merge(&stale))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(status.code, 409);
+}
+
+#[tokio::test]
+async fn endpointslice_generation_bumps_only_when_more_than_metadata_changes() {
+    let (_server, client) = start();
+    let slices: Api<EndpointSlice> = Api::default_namespaced(client);
+    let slice: EndpointSlice = serde_json::from_value(json!({
+        "metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": [],
+    }))
+    .unwrap();
+    let created = slices.create(&PostParams::default(), &slice).await.unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+    let relabel = json!({"metadata": {"labels": {"a": "b"}}});
+    let out = slices
+        .patch("s", &PatchParams::default(), &Patch::Merge(&relabel))
+        .await
+        .unwrap();
+    assert_eq!(out.metadata.generation, Some(1));
+    let add = json!({"endpoints": [{"addresses": ["10.0.0.1"]}]});
+    let out = slices
+        .patch("s", &PatchParams::default(), &Patch::Merge(&add))
+        .await
+        .unwrap();
+    assert_eq!(out.metadata.generation, Some(2));
+}
+
+#[tokio::test]
+async fn watcher_lists_then_streams_changes() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod("before"))
+        .await
+        .unwrap();
+    let mut events = watcher(pods.clone(), watcher::Config::default()).boxed();
+    let mut listed = Vec::new();
+    loop {
+        match within("initial list", events.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            watcher::Event::InitApply(p) => listed.push(p.metadata.name.unwrap()),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(listed, ["before"]);
+    pods.create(&PostParams::default(), &pod("after"))
+        .await
+        .unwrap();
+    match within("ADDED", events.try_next()).await.unwrap().unwrap() {
+        watcher::Event::Apply(p) => assert_eq!(p.metadata.name.as_deref(), Some("after")),
+        other => panic!("expected Apply, got {other:?}"),
+    }
+    pods.delete("before", &DeleteParams::default())
+        .await
+        .unwrap();
+    match within("DELETED", events.try_next()).await.unwrap().unwrap() {
+        watcher::Event::Delete(p) => assert_eq!(p.metadata.name.as_deref(), Some("before")),
+        other => panic!("expected Delete, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn watcher_relists_after_a_forced_410_and_keeps_following() {
+    let (server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod("a"))
+        .await
+        .unwrap();
+    let mut events = watcher(pods.clone(), watcher::Config::default()).boxed();
+    while !matches!(
+        within("first list", events.next()).await,
+        Some(Ok(watcher::Event::InitDone))
+    ) {}
+
+    server.faults().expire_next_watch("pods");
+    server.faults().drop_watches();
+    let mut saw_gone = false;
+    let mut relisted = Vec::new();
+    loop {
+        match within("re-list", events.next()).await.unwrap() {
+            Err(watcher::Error::WatchError(status)) => {
+                assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+                saw_gone = true;
+            }
+            Err(other) => panic!("unexpected watcher error {other:?}"),
+            Ok(watcher::Event::InitApply(p)) => relisted.push(p.metadata.name.unwrap()),
+            Ok(watcher::Event::InitDone) => break,
+            Ok(_) => {}
+        }
+    }
+    assert!(saw_gone, "the watcher saw the 410");
+    assert_eq!(relisted, ["a"]);
+    pods.create(&PostParams::default(), &pod("b"))
+        .await
+        .unwrap();
+    match within("event after re-list", events.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        watcher::Event::Apply(p) => assert_eq!(p.metadata.name.as_deref(), Some("b")),
+        other => panic!("expected Apply, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn watch_from_before_the_history_window_gets_410_expired() {
+    let (_server, client) = start_with(Config {
+        history_window: 3,
+        ..Config::default()
+    });
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let first = pods
+        .create(&PostParams::default(), &pod("a"))
+        .await
+        .unwrap();
+    for i in 0..5 {
+        pods.create(&PostParams::default(), &pod(&format!("p{i}")))
+            .await
+            .unwrap();
+    }
+    let rv = first.metadata.resource_version.unwrap();
+    let mut stream = pods
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    match within("ERROR event", stream.try_next()).await.unwrap() {
+        Some(WatchEvent::Error(status)) => {
+            assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+            assert!(
+                status.message.starts_with("too old resource version"),
+                "{}",
+                status.message
+            );
+        }
+        other => panic!("expected an ERROR event, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn watch_from_a_kept_resource_version_replays_later_changes() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let first = pods
+        .create(&PostParams::default(), &pod("a"))
+        .await
+        .unwrap();
+    pods.create(&PostParams::default(), &pod("b"))
+        .await
+        .unwrap();
+    pods.delete("a", &DeleteParams::default()).await.unwrap();
+    let rv = first.metadata.resource_version.unwrap();
+    let stream = pods.watch(&WatchParams::default(), &rv).await.unwrap();
+    let events: Vec<String> = within("replay", stream.take(2).try_collect::<Vec<_>>())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| match e {
+            WatchEvent::Added(p) => format!("ADDED {}", p.metadata.name.unwrap()),
+            WatchEvent::Deleted(p) => format!("DELETED {}", p.metadata.name.unwrap()),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(events, ["ADDED b", "DELETED a"]);
+}
+
+#[tokio::test]
+async fn watch_with_a_selector_sees_a_relabelled_object_leave_as_deleted() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod("a"))
+        .await
+        .unwrap();
+    let mut stream = pods
+        .watch(&WatchParams::default().labels("app=web"), "0")
+        .await
+        .unwrap()
+        .boxed();
+    assert!(matches!(
+        within("ADDED", stream.try_next()).await.unwrap(),
+        Some(WatchEvent::Added(_))
+    ));
+    let relabel = json!({"metadata": {"labels": {"app": "db"}}});
+    pods.patch("a", &PatchParams::default(), &Patch::Merge(&relabel))
+        .await
+        .unwrap();
+    assert!(matches!(
+        within("DELETED", stream.try_next()).await.unwrap(),
+        Some(WatchEvent::Deleted(_))
+    ));
+}
+
+#[tokio::test]
+async fn watch_is_closed_after_the_configured_number_of_events() {
+    let (server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    for name in ["a", "b", "c"] {
+        pods.create(&PostParams::default(), &pod(name))
+            .await
+            .unwrap();
+    }
+    server.faults().drop_watches_after_events(Some(2));
+    let stream = pods.watch(&WatchParams::default(), "0").await.unwrap();
+    let events = within("stream end", stream.try_collect::<Vec<_>>())
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 2);
+}
+
+#[tokio::test]
+async fn watch_ends_at_its_timeout_seconds() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let stream = pods
+        .watch(&WatchParams::default().timeout(1), "0")
+        .await
+        .unwrap();
+    let events = within("timeout", stream.try_collect::<Vec<_>>())
+        .await
+        .unwrap();
+    assert!(events.is_empty());
+}
+
+#[tokio::test]
+async fn finalizers_keep_a_deleted_object_until_the_last_one_is_removed() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let mut p = pod("held");
+    p.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    pods.create(&PostParams::default(), &p).await.unwrap();
+    pods.delete("held", &DeleteParams::default()).await.unwrap();
+    let terminating = pods.get("held").await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    let release = json!({"metadata": {"finalizers": null}});
+    pods.patch("held", &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .unwrap();
+    assert_eq!(api_status(pods.get("held").await.unwrap_err()).code, 404);
+}
+
+#[tokio::test]
+async fn creates_in_a_terminating_namespace_are_forbidden_with_the_namespace_terminating_cause() {
+    let (_server, client) = start();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "gone"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let pods: Api<Pod> = Api::namespaced(client, "gone");
+    let mut held = pod("held");
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    pods.create(&PostParams::default(), &held).await.unwrap();
+    pods.create(&PostParams::default(), &pod("free"))
+        .await
+        .unwrap();
+
+    namespaces
+        .delete("gone", &DeleteParams::default())
+        .await
+        .unwrap();
+    let terminating = namespaces.get("gone").await.unwrap();
+    assert_eq!(
+        terminating.status.unwrap().phase.as_deref(),
+        Some("Terminating")
+    );
+    assert_eq!(api_status(pods.get("free").await.unwrap_err()).code, 404);
+
+    let status = api_status(
+        pods.create(&PostParams::default(), &pod("new"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        status.message,
+        "pods \"new\" is forbidden: unable to create new content in namespace gone because it is being terminated"
+    );
+    let causes = status.details.unwrap().causes;
+    assert_eq!(causes[0].reason, "NamespaceTerminating");
+    assert_eq!(causes[0].field, "metadata.namespace");
+
+    let release = json!({"metadata": {"finalizers": null}});
+    pods.patch("held", &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .unwrap();
+    assert_eq!(
+        api_status(namespaces.get("gone").await.unwrap_err()).code,
+        404
+    );
+}
+
+#[tokio::test]
+async fn injected_faults_answer_with_the_chosen_status() {
+    let (server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    server
+        .faults()
+        .fail_next("create", "pods", 1, FaultResponse::TooManyRequests);
+    let status = api_status(
+        pods.create(&PostParams::default(), &pod("a"))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (429, "TooManyRequests")
+    );
+    pods.create(&PostParams::default(), &pod("a"))
+        .await
+        .unwrap();
+
+    server.faults().fail("get", "pods", 1.0);
+    assert_eq!(api_status(pods.get("a").await.unwrap_err()).code, 500);
+    server.faults().clear();
+    pods.get("a").await.unwrap();
+
+    server
+        .faults()
+        .fail_next("patch", "pods/status", 1, FaultResponse::Conflict);
+    let st = json!({"status": {"phase": "Running"}});
+    let status = api_status(
+        pods.patch_status("a", &PatchParams::default(), &Patch::Merge(&st))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+
+    let counts = server.request_counts();
+    assert_eq!(counts[&("create".to_owned(), "pods".to_owned())], 2);
+    assert_eq!(counts[&("patch".to_owned(), "pods/status".to_owned())], 1);
+}
+
+#[tokio::test]
+async fn apply_objects_loads_status_and_terminating_pods_like_the_corpus() {
+    let (server, client) = start();
+    let objects = vec![
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": {"topology.kubernetes.io/zone": "a"}},
+            "status": {"allocatable": {"cpu": "4"}, "conditions": [{"type": "Ready", "status": "True"}]}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}),
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "labels": {"app": "web"},
+                "deletionTimestamp": "2024-01-01T00:00:00Z", "uid": "from-input"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1"}}),
+    ];
+    let stored = server.apply_objects(objects).unwrap();
+    assert_eq!(stored.len(), 3);
+
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let p = pods.get("web-1").await.unwrap();
+    assert!(p.metadata.deletion_timestamp.is_some());
+    assert_ne!(p.metadata.uid.as_deref(), Some("from-input"));
+    assert!(p
+        .metadata
+        .finalizers
+        .unwrap()
+        .contains(&apiserver::HOLD_FINALIZER.to_owned()));
+    assert_eq!(p.status.unwrap().pod_ip.as_deref(), Some("10.0.0.1"));
+    let nodes: Api<Node> = Api::all(client);
+    let n = nodes.get("n1").await.unwrap();
+    assert_eq!(n.status.unwrap().conditions.unwrap()[0].type_, "Ready");
+    assert!(
+        stored[1]["spec"]["clusterIP"].is_string(),
+        "services get a ClusterIP"
+    );
+
+    let err = server
+        .apply_objects(vec![json!({"apiVersion": "apps/v1", "kind": "Deployment"})])
+        .unwrap_err();
+    assert!(
+        matches!(err, apiserver::LoadError::UnknownKind { .. }),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn discovery_maps_kinds_to_resources() {
+    let (_server, client) = start();
+    let discovery = kube::discovery::Discovery::new(client).run().await.unwrap();
+    let (slices, caps) = discovery
+        .groups()
+        .flat_map(|g| g.recommended_resources())
+        .find(|(r, _)| r.kind == "EndpointSlice")
+        .expect("EndpointSlice is discoverable");
+    assert_eq!(slices.plural, "endpointslices");
+    assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
+    let kinds: Vec<String> = discovery
+        .groups()
+        .flat_map(|g| g.recommended_kind("Lease"))
+        .map(|(r, _)| r.kind)
+        .collect();
+    assert_eq!(kinds, ["Lease"]);
+}
+
+#[tokio::test]
+async fn tcp_clients_connect_through_the_written_kubeconfig() {
+    let handle = ApiServer::start(Config::default()).await.unwrap();
+    assert!(handle.url().starts_with("http://127.0.0.1:"));
+    let path = std::env::temp_dir().join(format!(
+        "kube-endpoints-apiserver-{}.yaml",
+        handle.addr().port()
+    ));
+    handle.write_kubeconfig(&path).unwrap();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let client = Client::try_from(config).unwrap();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let names: Vec<String> = namespaces
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    assert!(names.contains(&"default".to_owned()), "{names:?}");
+    assert_eq!(
+        handle.request_counts()[&("list".to_owned(), "namespaces".to_owned())],
+        1
+    );
+
+    // A watch open over TCP ends when the server shuts down.
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let stream = pods.watch(&WatchParams::default(), "0").await.unwrap();
+    handle.shutdown().await.unwrap();
+    within("watch end on shutdown", stream.try_collect::<Vec<_>>())
+        .await
+        .ok();
+}
