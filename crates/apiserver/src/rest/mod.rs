@@ -6,6 +6,7 @@
 //! passed through the fault rules before it is served.
 
 mod discovery;
+mod openapi;
 mod patch;
 mod read;
 mod watch;
@@ -35,6 +36,9 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/apis/{group}", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/version", get(discovery::version))
+        .route("/openapi/v3", get(openapi::root))
+        .route("/openapi/v3/api/{version}", get(openapi::core))
+        .route("/openapi/v3/apis/{group}/{version}", get(openapi::group))
         .route("/api/v1/{*rest}", any(core_resource))
         .route("/apis/{group}/{version}/{*rest}", any(group_resource))
         .fallback(|| async { ApiError::no_route() })
