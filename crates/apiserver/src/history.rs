@@ -59,7 +59,7 @@ pub struct Expired {
 }
 
 /// The kept changes, oldest first.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct History {
     changes: VecDeque<Arc<Change>>,
     window: usize,

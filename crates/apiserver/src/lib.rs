@@ -22,9 +22,12 @@
 //! tower `Service` over any body with `Bytes` chunks, so `kube::Client::new` takes it directly.
 //! The crate therefore does not depend on kube (it is only a dev-dependency for the tests):
 //!
-//! ```ignore
+//! ```no_run
+//! # async fn demo() {
 //! let server = apiserver::ApiServer::new(apiserver::Config::default());
 //! let client = kube::Client::new(server.service(), "default");
+//! # drop(client);
+//! # }
 //! ```
 //!
 //! Over TCP: [`ApiServer::start`] binds `127.0.0.1:0` (or [`Config::bind`]) and serves until

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 /// Everything a write may change.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Cluster {
     pub store: Store,
     pub rng: SeededRng,
@@ -73,6 +73,17 @@ impl Shared {
             changed
         });
         result
+    }
+
+    /// Runs a write, or with `dry_run` runs it on a scratch copy that is then thrown away, so
+    /// a dry run answers exactly as the write would without changing anything.
+    pub fn mutate<T>(&self, dry_run: bool, f: impl FnOnce(&mut Cluster) -> T) -> T {
+        if dry_run {
+            let mut scratch = self.lock().clone();
+            f(&mut scratch)
+        } else {
+            self.write(f)
+        }
     }
 
     /// A receiver that changes after every write.

@@ -49,7 +49,7 @@ fn key_of(object: &Value) -> ObjectKey {
 }
 
 /// The stored objects and their history.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Store {
     objects: BTreeMap<ResourceKey, BTreeMap<ObjectKey, Arc<Value>>>,
     resource_version: u64,

@@ -779,3 +779,87 @@ async fn tcp_clients_connect_through_the_written_kubeconfig() {
         .await
         .ok();
 }
+
+#[tokio::test]
+async fn dry_run_answers_like_the_write_but_stores_nothing() {
+    let (server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let before = server.resource_version();
+    let pp = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let answered = pods.create(&pp, &pod("dry")).await.unwrap();
+    assert_eq!(answered.metadata.name.as_deref(), Some("dry"));
+    assert_eq!(api_status(pods.get("dry").await.unwrap_err()).code, 404);
+    assert_eq!(server.resource_version(), before);
+}
+
+#[tokio::test]
+async fn watches_that_allow_bookmarks_receive_them() {
+    let config = Config {
+        bookmark_interval: Duration::from_millis(20),
+        ..Config::default()
+    };
+    let (_server, client) = start_with(config);
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod("a"))
+        .await
+        .unwrap();
+    let params = WatchParams::default(); // kube asks for bookmarks by default
+    let mut stream = pods.watch(&params, "0").await.unwrap().boxed();
+    assert!(matches!(
+        within("ADDED", stream.try_next()).await.unwrap(),
+        Some(WatchEvent::Added(_))
+    ));
+    match within("BOOKMARK", stream.try_next()).await.unwrap() {
+        Some(WatchEvent::Bookmark(b)) => assert!(!b.metadata.resource_version.is_empty()),
+        other => panic!("expected a bookmark, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn delete_collection_removes_the_selected_objects() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    pods.create(&PostParams::default(), &pod("a"))
+        .await
+        .unwrap();
+    let mut other = pod("b");
+    other.metadata.labels = Some([("app".to_owned(), "db".to_owned())].into());
+    pods.create(&PostParams::default(), &other).await.unwrap();
+    pods.delete_collection(
+        &DeleteParams::default(),
+        &ListParams::default().labels("app=web"),
+    )
+    .await
+    .unwrap();
+    let left: Vec<String> = pods
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    assert_eq!(left, ["b"]);
+}
+
+#[tokio::test]
+async fn unknown_paths_get_a_404_status_body() {
+    use tower::ServiceExt;
+    let server = ApiServer::new(Config::default());
+    let request = http::Request::get("/apis/apps/v1/namespaces/default/deployments")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = server.service().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), 404);
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        (status["kind"].as_str(), status["reason"].as_str()),
+        (Some("Status"), Some("NotFound"))
+    );
+}

@@ -53,6 +53,8 @@ pub(crate) struct Target {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub status: bool,
+    /// `dryRun=All`: answer as the write would, but store nothing.
+    pub dry_run: bool,
 }
 
 impl Target {
@@ -99,6 +101,7 @@ fn parse_target(group: &str, version: &str, rest: &str) -> Option<Target> {
         namespace,
         name,
         status,
+        dry_run: false,
     })
 }
 
@@ -146,12 +149,22 @@ async fn serve(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some(target) = parse_target(group, version, rest) else {
+    let Some(mut target) = parse_target(group, version, rest) else {
         return ApiError::no_route().into_response();
     };
     let params: Params = match Query::<Vec<(String, String)>>::try_from_uri(&uri) {
         Ok(Query(pairs)) => pairs.into_iter().collect(),
         Err(e) => return ApiError::bad_request(format!("invalid query: {e}")).into_response(),
+    };
+    target.dry_run = match params.get("dryRun").map(String::as_str) {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return ApiError::bad_request(format!(
+                "unsupported dryRun value {other:?}, only \"All\""
+            ))
+            .into_response()
+        }
     };
     let verb = match (&method, target.name.is_some()) {
         (&Method::GET, true) => "get",

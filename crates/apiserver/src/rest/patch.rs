@@ -105,7 +105,7 @@ pub(crate) fn patch_request(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let kind = PatchKind::from_headers(headers)?;
-    let (object, created) = shared.write(|c| patch(c, target, kind, body))?;
+    let (object, created) = shared.mutate(target.dry_run, |c| patch(c, target, kind, body))?;
     let code = if created {
         StatusCode::CREATED
     } else {

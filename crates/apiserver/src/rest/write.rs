@@ -258,8 +258,9 @@ pub(crate) fn create_request(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let value = parse_body(target.resource, body)?;
-    let created =
-        shared.write(|c| create(c, target.resource, target.namespace.as_deref(), value))?;
+    let created = shared.mutate(target.dry_run, |c| {
+        create(c, target.resource, target.namespace.as_deref(), value)
+    })?;
     Ok(object_response(StatusCode::CREATED, &created))
 }
 
@@ -270,7 +271,7 @@ pub(crate) fn update_request(
 ) -> Result<Response, ApiError> {
     let value = parse_body(target.resource, body)?;
     let name = target.name.as_deref().unwrap_or_default();
-    let (object, created) = shared.write(|c| {
+    let (object, created) = shared.mutate(target.dry_run, |c| {
         update(
             c,
             target.resource,
@@ -296,8 +297,9 @@ pub(crate) fn delete_request(
 ) -> Result<Response, ApiError> {
     let options = DeleteOptions::from_request(params, body)?;
     let name = target.name.as_deref().unwrap_or_default();
-    let (object, gone) =
-        shared.write(|c| delete(c, target.resource, target.store_namespace(), name, &options))?;
+    let (object, gone) = shared.mutate(target.dry_run, |c| {
+        delete(c, target.resource, target.store_namespace(), name, &options)
+    })?;
     // kube-apiserver answers 202 while finalizers hold the object back.
     let code = if gone {
         StatusCode::OK
@@ -316,7 +318,7 @@ pub(crate) fn delete_collection_request(
     let options = DeleteOptions::from_request(params, body)?;
     let selection = Selection::from_params(params)?;
     let (selected, _) = select(shared, target, &selection);
-    let (deleted, rv) = shared.write(|c| {
+    let (deleted, rv) = shared.mutate(target.dry_run, |c| {
         let mut deleted = Vec::new();
         for object in &selected {
             let ns = meta_str(object, "namespace").unwrap_or_default();
