@@ -33,9 +33,8 @@ struct BucketState {
 impl TokenBucket {
     /// A full bucket refilling at `rate` tokens per second and holding at most `burst`.
     ///
-    /// A non-positive or non-finite `rate` means no limit, as a zero QPS means "unlimited" to
-    /// nobody but is the safest reading of a mistyped flag; a `burst` of 0 is read as 1 so the
-    /// bucket can ever hand out a token.
+    /// A non-positive or non-finite `rate` disables the limit (every reservation is due at
+    /// once); a `burst` of 0 is read as 1 so that the bucket can hand out tokens at all.
     pub fn new(rate: f64, burst: u32) -> Self {
         let burst = f64::from(burst.max(1));
         Self {

@@ -1,6 +1,6 @@
 //! Informers: watch one kind, keep compact projections, tell a handler what changed.
 //!
-//! This is client-go's shared informer rebuilt on kube's [`watcher`]. Each object is
+//! This is client-go's shared informer rebuilt on kube's [`watcher()`]. Each object is
 //! projected as soon as it arrives (the caller's function keeps only the fields the
 //! controllers read) and the full object is dropped, so a cluster's pods cost a few hundred
 //! bytes each. The store is updated before the [`Handler`] hears of a change, handlers get
