@@ -5,12 +5,15 @@
 //! to what the controllers and kubectl can observe. They take the old object (if any) and the
 //! request body and return the object to store; the store itself stays rule-free.
 
-use crate::defaults::{default_pod, default_service, ClusterIpAllocator};
+use crate::defaults::{
+    default_endpoint_slice, default_endpoints, default_pod, default_service, ClusterIpAllocator,
+};
 use crate::random::SeededRng;
 use crate::resources::{GenerationRule, Resource};
 use crate::status::ApiError;
 use crate::store::{meta_str, remove_meta, set_meta, Store};
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
@@ -147,20 +150,24 @@ fn admit_shape(
             resource.kind
         ))
     };
+    fn typed<T: serde::de::DeserializeOwned + serde::Serialize>(
+        object: Value,
+        default: impl FnOnce(&mut T),
+    ) -> Result<Value, String> {
+        let mut typed: T = serde_json::from_value(object).map_err(|e| e.to_string())?;
+        default(&mut typed);
+        serde_json::to_value(typed).map_err(|e| e.to_string())
+    }
     let value = match (resource.group, resource.kind) {
-        ("", "Pod") => {
-            let mut pod: Pod = serde_json::from_value(object).map_err(|e| bad(e.to_string()))?;
-            default_pod(&mut pod);
-            serde_json::to_value(pod).map_err(|e| bad(e.to_string()))?
+        ("", "Pod") => typed::<Pod>(object, default_pod),
+        ("", "Service") => typed::<Service>(object, |s| default_service(s, ips)),
+        ("", "Endpoints") => typed::<Endpoints>(object, default_endpoints),
+        ("discovery.k8s.io", "EndpointSlice") => {
+            typed::<EndpointSlice>(object, default_endpoint_slice)
         }
-        ("", "Service") => {
-            let mut svc: Service =
-                serde_json::from_value(object).map_err(|e| bad(e.to_string()))?;
-            default_service(&mut svc, ips);
-            serde_json::to_value(svc).map_err(|e| bad(e.to_string()))?
-        }
-        _ => resource.normalize(object).map_err(bad)?,
-    };
+        _ => resource.normalize(object),
+    }
+    .map_err(bad)?;
     Ok(value)
 }
 

@@ -5,7 +5,8 @@
 //! manifest that omits, say, a port's protocol would give different slices offline than on a
 //! cluster. Only the fields the two controllers read are defaulted.
 
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use std::net::IpAddr;
 
@@ -149,6 +150,27 @@ pub fn default_pod(pod: &mut Pod) {
     }
 }
 
+/// Applies the API server's Endpoints defaults: a port's protocol is TCP when unset.
+pub fn default_endpoints(endpoints: &mut Endpoints) {
+    let ports = endpoints
+        .subsets
+        .iter_mut()
+        .flatten()
+        .flat_map(|s| s.ports.iter_mut().flatten());
+    for port in ports {
+        port.protocol.get_or_insert_with(|| "TCP".to_owned());
+    }
+}
+
+/// Applies the API server's EndpointSlice defaults: a port's name is "" and its protocol TCP
+/// when unset, so a slice written without them reads back like one from a real cluster.
+pub fn default_endpoint_slice(slice: &mut EndpointSlice) {
+    for port in slice.ports.iter_mut().flatten() {
+        port.name.get_or_insert_with(String::new);
+        port.protocol.get_or_insert_with(|| "TCP".to_owned());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,6 +225,42 @@ mod tests {
             Some(vec!["IPv4".to_owned(), "IPv6".to_owned()])
         );
         assert_eq!(spec.cluster_ips, Some(vec!["None".to_owned()]));
+    }
+
+    #[test]
+    fn slice_and_endpoints_ports_get_a_protocol_and_slice_ports_a_name() {
+        use k8s_openapi::api::core::v1::{EndpointPort as CorePort, EndpointSubset};
+        use k8s_openapi::api::discovery::v1::EndpointPort;
+        let mut slice = EndpointSlice {
+            ports: Some(vec![EndpointPort {
+                port: Some(80),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        default_endpoint_slice(&mut slice);
+        let port = &slice.ports.unwrap()[0];
+        assert_eq!(
+            (port.name.as_deref(), port.protocol.as_deref()),
+            (Some(""), Some("TCP"))
+        );
+        let mut endpoints = Endpoints {
+            subsets: Some(vec![EndpointSubset {
+                ports: Some(vec![CorePort {
+                    port: 80,
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        default_endpoints(&mut endpoints);
+        assert_eq!(
+            endpoints.subsets.unwrap()[0].ports.as_ref().unwrap()[0]
+                .protocol
+                .as_deref(),
+            Some("TCP")
+        );
     }
 
     #[test]
