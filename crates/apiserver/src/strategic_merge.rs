@@ -54,15 +54,36 @@ fn clean(v: &Value) -> Value {
     }
 }
 
-/// Applies a strategic merge patch to `target`.
-pub fn apply(target: &mut Value, patch: &Value) -> Result<(), String> {
+/// Applies a strategic merge patch to `target`, an object of `kind`.
+pub fn apply(target: &mut Value, patch: &Value, kind: &str) -> Result<(), String> {
     let Value::Object(p) = patch else {
         return Err("a strategic merge patch must be a JSON object".to_owned());
     };
-    match target {
-        Value::Object(t) => merge_map(t, p),
-        other => *other = clean(patch),
+    let Value::Object(t) = target else {
+        *target = clean(patch);
+        return Ok(());
+    };
+    if matches!(kind, "EndpointSlice" | "Endpoints") {
+        // Every list of these kinds is atomic upstream (their `ports` must not merge by
+        // `port` like a Service's): only metadata merges strategically.
+        let mut rest = p.clone();
+        let meta = rest.remove("metadata");
+        let mut whole = Value::Object(std::mem::take(t));
+        json_patch::merge(&mut whole, &clean(&Value::Object(rest)));
+        if let Value::Object(merged) = whole {
+            *t = merged;
+        }
+        if let Some(Value::Object(meta_patch)) = meta {
+            match t.get_mut("metadata") {
+                Some(Value::Object(meta)) => merge_map(meta, &meta_patch),
+                _ => {
+                    t.insert("metadata".to_owned(), clean(&Value::Object(meta_patch)));
+                }
+            }
+        }
+        return Ok(());
     }
+    merge_map(t, p);
     Ok(())
 }
 
@@ -155,8 +176,19 @@ mod tests {
 
     fn patched(target: Value, patch: Value) -> Value {
         let mut t = target;
-        apply(&mut t, &patch).unwrap();
+        apply(&mut t, &patch, "Pod").unwrap();
         t
+    }
+
+    #[test]
+    fn endpointslice_lists_are_replaced_but_its_finalizers_merge() {
+        let mut slice =
+            json!({"metadata": {"finalizers": ["a"]}, "ports": [{"port": 80, "name": "http"}]});
+        let patch =
+            json!({"metadata": {"finalizers": ["b"]}, "ports": [{"port": 81, "name": "alt"}]});
+        apply(&mut slice, &patch, "EndpointSlice").unwrap();
+        assert_eq!(slice["ports"], json!([{"port": 81, "name": "alt"}]));
+        assert_eq!(slice["metadata"]["finalizers"], json!(["a", "b"]));
     }
 
     #[test]

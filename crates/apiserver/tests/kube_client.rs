@@ -555,18 +555,59 @@ async fn watch_is_closed_after_the_configured_number_of_events() {
     assert_eq!(events.len(), 2);
 }
 
-#[tokio::test]
+// The clock is paused: it jumps to the next timer when everything waits, so these tests
+// cost no real time and their ordering of timers is exact.
+#[tokio::test(start_paused = true)]
 async fn watch_ends_at_its_timeout_seconds() {
     let (_server, client) = start();
     let pods: Api<Pod> = Api::default_namespaced(client);
+    let started = tokio::time::Instant::now();
     let stream = pods
-        .watch(&WatchParams::default().timeout(1), "0")
+        .watch(&WatchParams::default().timeout(60), "0")
         .await
         .unwrap();
-    let events = within("timeout", stream.try_collect::<Vec<_>>())
+    let events = stream.try_collect::<Vec<_>>().await.unwrap();
+    // Only the bookmarks sent every 30 seconds while the namespace stays empty.
+    assert!(
+        events.iter().all(|e| matches!(e, WatchEvent::Bookmark(_))),
+        "{events:?}"
+    );
+    assert!(started.elapsed() >= Duration::from_secs(60));
+}
+
+#[tokio::test(start_paused = true)]
+async fn watches_open_at_the_drop_time_are_closed() {
+    let (server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let started = tokio::time::Instant::now();
+    let stream = pods
+        .watch(&WatchParams::default().timeout(290), "0")
         .await
         .unwrap();
-    assert!(events.is_empty());
+    server
+        .faults()
+        .drop_watches_at(started + Duration::from_secs(30));
+    stream.try_collect::<Vec<_>>().await.unwrap();
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_secs(30) && elapsed < Duration::from_secs(290),
+        "{elapsed:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn injected_latency_delays_matching_requests() {
+    let (server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    server
+        .faults()
+        .add_latency("list", "pods", Duration::from_secs(5));
+    let started = tokio::time::Instant::now();
+    pods.list(&ListParams::default()).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_secs(5));
+    let started = tokio::time::Instant::now();
+    pods.get_opt("none").await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
 }
 
 #[tokio::test]

@@ -91,7 +91,8 @@ fn patch(
         }
         PatchKind::Merge => json_patch::merge(&mut doc, &json_body(body)?),
         PatchKind::Strategic => {
-            strategic_merge::apply(&mut doc, &json_body(body)?).map_err(ApiError::bad_request)?;
+            strategic_merge::apply(&mut doc, &json_body(body)?, resource.kind)
+                .map_err(ApiError::bad_request)?;
         }
         PatchKind::Apply => json_patch::merge(&mut doc, &apply_body(body)?),
     }
