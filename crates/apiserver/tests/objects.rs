@@ -1,53 +1,17 @@
-//! The embedded API server driven by the real kube client, in-process and over TCP.
-//!
-//! Each test starts its own server. Waits are bounded by a generous deadline that only fails a
-//! hung test; nothing sleeps for a fixed time.
+//! Reads and writes against the embedded API server with the real kube client, in-process
+//! and over TCP. Each test starts its own server; waits are bounded by a deadline that only
+//! fails a hung test, and nothing sleeps for a fixed time.
 
-use apiserver::{ApiServer, Config, FaultResponse};
-use futures::{StreamExt, TryStreamExt};
+mod support;
+
+use apiserver::{ApiServer, Config};
+use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{
-    DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
-};
-use kube::runtime::watcher;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchParams};
 use kube::{Api, Client};
 use serde_json::json;
-use std::future::Future;
-use std::time::Duration;
-
-fn start() -> (ApiServer, Client) {
-    start_with(Config::default())
-}
-
-fn start_with(config: Config) -> (ApiServer, Client) {
-    let server = ApiServer::new(config);
-    let client = Client::new(server.service(), "default");
-    (server, client)
-}
-
-/// Fails a test that hangs instead of letting it run forever; never a timing assertion.
-async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(Duration::from_secs(20), fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
-}
-
-fn pod(name: &str) -> Pod {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}]}]},
-    }))
-    .unwrap()
-}
-
-fn api_status(err: kube::Error) -> kube::core::Status {
-    match err {
-        kube::Error::Api(status) => *status,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
+use support::{api_status, pod, start, within};
 
 #[tokio::test]
 async fn pods_can_be_created_read_listed_replaced_and_deleted() {
@@ -370,247 +334,6 @@ async fn endpointslice_generation_bumps_only_when_more_than_metadata_changes() {
 }
 
 #[tokio::test]
-async fn watcher_lists_then_streams_changes() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod("before"))
-        .await
-        .unwrap();
-    let mut events = watcher(pods.clone(), watcher::Config::default()).boxed();
-    let mut listed = Vec::new();
-    loop {
-        match within("initial list", events.try_next())
-            .await
-            .unwrap()
-            .unwrap()
-        {
-            watcher::Event::InitApply(p) => listed.push(p.metadata.name.unwrap()),
-            watcher::Event::InitDone => break,
-            _ => {}
-        }
-    }
-    assert_eq!(listed, ["before"]);
-    pods.create(&PostParams::default(), &pod("after"))
-        .await
-        .unwrap();
-    match within("ADDED", events.try_next()).await.unwrap().unwrap() {
-        watcher::Event::Apply(p) => assert_eq!(p.metadata.name.as_deref(), Some("after")),
-        other => panic!("expected Apply, got {other:?}"),
-    }
-    pods.delete("before", &DeleteParams::default())
-        .await
-        .unwrap();
-    match within("DELETED", events.try_next()).await.unwrap().unwrap() {
-        watcher::Event::Delete(p) => assert_eq!(p.metadata.name.as_deref(), Some("before")),
-        other => panic!("expected Delete, got {other:?}"),
-    }
-}
-
-#[tokio::test]
-async fn watcher_relists_after_a_forced_410_and_keeps_following() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
-    let mut events = watcher(pods.clone(), watcher::Config::default()).boxed();
-    while !matches!(
-        within("first list", events.next()).await,
-        Some(Ok(watcher::Event::InitDone))
-    ) {}
-
-    server.faults().expire_next_watch("pods");
-    server.faults().drop_watches();
-    let mut saw_gone = false;
-    let mut relisted = Vec::new();
-    loop {
-        match within("re-list", events.next()).await.unwrap() {
-            Err(watcher::Error::WatchError(status)) => {
-                assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
-                saw_gone = true;
-            }
-            Err(other) => panic!("unexpected watcher error {other:?}"),
-            Ok(watcher::Event::InitApply(p)) => relisted.push(p.metadata.name.unwrap()),
-            Ok(watcher::Event::InitDone) => break,
-            Ok(_) => {}
-        }
-    }
-    assert!(saw_gone, "the watcher saw the 410");
-    assert_eq!(relisted, ["a"]);
-    pods.create(&PostParams::default(), &pod("b"))
-        .await
-        .unwrap();
-    match within("event after re-list", events.try_next())
-        .await
-        .unwrap()
-        .unwrap()
-    {
-        watcher::Event::Apply(p) => assert_eq!(p.metadata.name.as_deref(), Some("b")),
-        other => panic!("expected Apply, got {other:?}"),
-    }
-}
-
-#[tokio::test]
-async fn watch_from_before_the_history_window_gets_410_expired() {
-    let (_server, client) = start_with(Config {
-        history_window: 3,
-        ..Config::default()
-    });
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    let first = pods
-        .create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
-    for i in 0..5 {
-        pods.create(&PostParams::default(), &pod(&format!("p{i}")))
-            .await
-            .unwrap();
-    }
-    let rv = first.metadata.resource_version.unwrap();
-    let mut stream = pods
-        .watch(&WatchParams::default(), &rv)
-        .await
-        .unwrap()
-        .boxed();
-    match within("ERROR event", stream.try_next()).await.unwrap() {
-        Some(WatchEvent::Error(status)) => {
-            assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
-            assert!(
-                status.message.starts_with("too old resource version"),
-                "{}",
-                status.message
-            );
-        }
-        other => panic!("expected an ERROR event, got {other:?}"),
-    }
-}
-
-#[tokio::test]
-async fn watch_from_a_kept_resource_version_replays_later_changes() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    let first = pods
-        .create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
-    pods.create(&PostParams::default(), &pod("b"))
-        .await
-        .unwrap();
-    pods.delete("a", &DeleteParams::default()).await.unwrap();
-    let rv = first.metadata.resource_version.unwrap();
-    let stream = pods.watch(&WatchParams::default(), &rv).await.unwrap();
-    let events: Vec<String> = within("replay", stream.take(2).try_collect::<Vec<_>>())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| match e {
-            WatchEvent::Added(p) => format!("ADDED {}", p.metadata.name.unwrap()),
-            WatchEvent::Deleted(p) => format!("DELETED {}", p.metadata.name.unwrap()),
-            other => format!("{other:?}"),
-        })
-        .collect();
-    assert_eq!(events, ["ADDED b", "DELETED a"]);
-}
-
-#[tokio::test]
-async fn watch_with_a_selector_sees_a_relabelled_object_leave_as_deleted() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
-    let mut stream = pods
-        .watch(&WatchParams::default().labels("app=web"), "0")
-        .await
-        .unwrap()
-        .boxed();
-    assert!(matches!(
-        within("ADDED", stream.try_next()).await.unwrap(),
-        Some(WatchEvent::Added(_))
-    ));
-    let relabel = json!({"metadata": {"labels": {"app": "db"}}});
-    pods.patch("a", &PatchParams::default(), &Patch::Merge(&relabel))
-        .await
-        .unwrap();
-    assert!(matches!(
-        within("DELETED", stream.try_next()).await.unwrap(),
-        Some(WatchEvent::Deleted(_))
-    ));
-}
-
-#[tokio::test]
-async fn watch_is_closed_after_the_configured_number_of_events() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    for name in ["a", "b", "c"] {
-        pods.create(&PostParams::default(), &pod(name))
-            .await
-            .unwrap();
-    }
-    server.faults().drop_watches_after_events(Some(2));
-    let stream = pods.watch(&WatchParams::default(), "0").await.unwrap();
-    let events = within("stream end", stream.try_collect::<Vec<_>>())
-        .await
-        .unwrap();
-    assert_eq!(events.len(), 2);
-}
-
-// The clock is paused: it jumps to the next timer when everything waits, so these tests
-// cost no real time and their ordering of timers is exact.
-#[tokio::test(start_paused = true)]
-async fn watch_ends_at_its_timeout_seconds() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    let started = tokio::time::Instant::now();
-    let stream = pods
-        .watch(&WatchParams::default().timeout(60), "0")
-        .await
-        .unwrap();
-    let events = stream.try_collect::<Vec<_>>().await.unwrap();
-    // Only the bookmarks sent every 30 seconds while the namespace stays empty.
-    assert!(
-        events.iter().all(|e| matches!(e, WatchEvent::Bookmark(_))),
-        "{events:?}"
-    );
-    assert!(started.elapsed() >= Duration::from_secs(60));
-}
-
-#[tokio::test(start_paused = true)]
-async fn watches_open_at_the_drop_time_are_closed() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    let started = tokio::time::Instant::now();
-    let stream = pods
-        .watch(&WatchParams::default().timeout(290), "0")
-        .await
-        .unwrap();
-    server
-        .faults()
-        .drop_watches_at(started + Duration::from_secs(30));
-    stream.try_collect::<Vec<_>>().await.unwrap();
-    let elapsed = started.elapsed();
-    assert!(
-        elapsed >= Duration::from_secs(30) && elapsed < Duration::from_secs(290),
-        "{elapsed:?}"
-    );
-}
-
-#[tokio::test(start_paused = true)]
-async fn injected_latency_delays_matching_requests() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    server
-        .faults()
-        .add_latency("list", "pods", Duration::from_secs(5));
-    let started = tokio::time::Instant::now();
-    pods.list(&ListParams::default()).await.unwrap();
-    assert!(started.elapsed() >= Duration::from_secs(5));
-    let started = tokio::time::Instant::now();
-    pods.get_opt("none").await.unwrap();
-    assert!(started.elapsed() < Duration::from_secs(5));
-}
-
-#[tokio::test]
 async fn finalizers_keep_a_deleted_object_until_the_last_one_is_removed() {
     let (_server, client) = start();
     let pods: Api<Pod> = Api::default_namespaced(client);
@@ -677,47 +400,6 @@ async fn creates_in_a_terminating_namespace_are_forbidden_with_the_namespace_ter
         api_status(namespaces.get("gone").await.unwrap_err()).code,
         404
     );
-}
-
-#[tokio::test]
-async fn injected_faults_answer_with_the_chosen_status() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    server
-        .faults()
-        .fail_next("create", "pods", 1, FaultResponse::TooManyRequests);
-    let status = api_status(
-        pods.create(&PostParams::default(), &pod("a"))
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!(
-        (status.code, status.reason.as_str()),
-        (429, "TooManyRequests")
-    );
-    pods.create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
-
-    server.faults().fail("get", "pods", 1.0);
-    assert_eq!(api_status(pods.get("a").await.unwrap_err()).code, 500);
-    server.faults().clear();
-    pods.get("a").await.unwrap();
-
-    server
-        .faults()
-        .fail_next("patch", "pods/status", 1, FaultResponse::Conflict);
-    let st = json!({"status": {"phase": "Running"}});
-    let status = api_status(
-        pods.patch_status("a", &PatchParams::default(), &Patch::Merge(&st))
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
-
-    let counts = server.request_counts();
-    assert_eq!(counts[&("create".to_owned(), "pods".to_owned())], 2);
-    assert_eq!(counts[&("patch".to_owned(), "pods/status".to_owned())], 1);
 }
 
 #[tokio::test]
@@ -834,29 +516,6 @@ async fn dry_run_answers_like_the_write_but_stores_nothing() {
     assert_eq!(answered.metadata.name.as_deref(), Some("dry"));
     assert_eq!(api_status(pods.get("dry").await.unwrap_err()).code, 404);
     assert_eq!(server.resource_version(), before);
-}
-
-#[tokio::test]
-async fn watches_that_allow_bookmarks_receive_them() {
-    let config = Config {
-        bookmark_interval: Duration::from_millis(20),
-        ..Config::default()
-    };
-    let (_server, client) = start_with(config);
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
-    let params = WatchParams::default(); // kube asks for bookmarks by default
-    let mut stream = pods.watch(&params, "0").await.unwrap().boxed();
-    assert!(matches!(
-        within("ADDED", stream.try_next()).await.unwrap(),
-        Some(WatchEvent::Added(_))
-    ));
-    match within("BOOKMARK", stream.try_next()).await.unwrap() {
-        Some(WatchEvent::Bookmark(b)) => assert!(!b.metadata.resource_version.is_empty()),
-        other => panic!("expected a bookmark, got {other:?}"),
-    }
 }
 
 #[tokio::test]
