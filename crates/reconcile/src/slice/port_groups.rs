@@ -35,9 +35,12 @@ pub fn sort_ports(ports: &mut [EndpointPort]) {
     });
 }
 
+/// One port of a group key: name, protocol, number, appProtocol.
+type PortTuple = (Option<String>, Option<String>, Option<i32>, Option<String>);
+
 /// Groups endpoints that share a port list; missing and empty lists are the same group.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PortGroupKey(Vec<(Option<String>, Option<String>, Option<i32>, Option<String>)>);
+pub struct PortGroupKey(Vec<PortTuple>);
 
 impl PortGroupKey {
     /// The key of a port list (sorted into upstream order first, in a copy).

@@ -161,10 +161,7 @@ fn giving_and_receiving(allocations: &BTreeMap<String, Allocation>, hinted: &Zon
     };
     let mut giving = BTreeMap::new();
     let mut receiving = BTreeMap::new();
-    loop {
-        let (Some((give_zone, give)), Some((take_zone, take))) = (most(&surplus), most(&deficit)) else {
-            break;
-        };
+    while let (Some((give_zone, give)), Some((take_zone, take))) = (most(&surplus), most(&deficit)) {
         if (give < 1.0 && take < 1.0) || give < 0.5 || take < 0.5 {
             break;
         }

@@ -1,0 +1,50 @@
+//! `kube-endpoints conformance`: check recorded upstream cases.
+
+use anyhow::Result;
+use clap::Args;
+use kube_endpoints::conformance::{compare, find_cases, load_case, run_offline, upstream_written};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Run recorded cluster states through our controllers and compare what they write with what
+/// upstream kube-controller-manager wrote (`upstream.json`), by the rules of the conformance
+/// corpus. Prints one line per case and a final `N passed, N failed` line.
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// Directories of cases (each holding `input.yaml`, `upstream.json` and optionally
+    /// `flags`), or single case directories.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Print every difference (by default the first 20 of a failing case).
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// Runs the command; true when every case passed.
+pub fn run(args: ConformanceArgs) -> Result<bool> {
+    let (mut passed, mut failed) = (0, 0);
+    let mut out = std::io::stdout().lock();
+    for dir in &args.dirs {
+        for case_dir in find_cases(dir)? {
+            let case = load_case(&case_dir)?;
+            let Some(upstream) = case.upstream.as_ref() else {
+                writeln!(out, "{}: skipped (no upstream.json)", case.name)?;
+                continue;
+            };
+            let diffs = compare(&run_offline(&case), &upstream_written(upstream));
+            if diffs.is_empty() {
+                passed += 1;
+                writeln!(out, "{}: ok", case.name)?;
+            } else {
+                failed += 1;
+                writeln!(out, "{}: FAILED ({} differences)", case.name, diffs.len())?;
+                let shown = if args.verbose { diffs.len() } else { diffs.len().min(20) };
+                for d in &diffs[..shown] {
+                    writeln!(out, "    {d}")?;
+                }
+            }
+        }
+    }
+    writeln!(out, "{passed} passed, {failed} failed")?;
+    Ok(failed == 0)
+}

@@ -1,0 +1,351 @@
+//! Comparing what our controllers write with what upstream kube-controller-manager wrote.
+//!
+//! A case directory holds `input.yaml` (a cluster state), optionally `flags` (extra
+//! kube-controller-manager flags) and `upstream.json` (the Endpoints, EndpointSlices and
+//! Events upstream wrote once settled). Some of what upstream writes depends on Go map order
+//! or on the UIDs its API server assigned, so both sides are normalised first; the rules are
+//! in `shared/conformance/README.md` and implemented in [`normalise`].
+
+use crate::manifests::{load_paths, Object};
+use crate::offline::{OfflineCluster, OfflineSettings};
+use anyhow::{bail, Context, Result};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const TRIGGER_TIME: &str = "endpoints.kubernetes.io/last-change-trigger-time";
+const OVER_CAPACITY: &str = "endpoints.kubernetes.io/over-capacity";
+
+/// One case, loaded.
+#[derive(Debug)]
+pub struct Case {
+    /// The directory name.
+    pub name: String,
+    /// Objects of `input.yaml`.
+    pub objects: Vec<Object>,
+    /// `--max-endpoints-per-slice` from `flags` (100 when absent).
+    pub max_endpoints_per_slice: usize,
+    /// Other flags found in `flags`, passed on to the live controllers.
+    pub flags: Vec<String>,
+    /// `upstream.json`, if recorded.
+    pub upstream: Option<Value>,
+}
+
+/// What a controller run wrote, as the API would return it.
+#[derive(Debug, Default, Clone)]
+pub struct Written {
+    /// Endpoints objects.
+    pub endpoints: Vec<Value>,
+    /// EndpointSlices.
+    pub endpoint_slices: Vec<Value>,
+    /// Events as (namespace, involved name, type, reason).
+    pub events: Vec<(String, String, String, String)>,
+}
+
+/// Loads a case directory.
+pub fn load_case(dir: &Path) -> Result<Case> {
+    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("case").to_owned();
+    let loaded = load_paths(&[dir.join("input.yaml")]).with_context(|| format!("case {name}"))?;
+    let mut max_endpoints_per_slice = 100;
+    let mut flags = Vec::new();
+    if let Ok(text) = std::fs::read_to_string(dir.join("flags")) {
+        for flag in text.split_whitespace() {
+            if let Some(v) = flag.strip_prefix("--max-endpoints-per-slice=") {
+                max_endpoints_per_slice = v.parse().with_context(|| format!("case {name}: bad flag {flag}"))?;
+            }
+            flags.push(flag.to_owned());
+        }
+    }
+    let upstream = match std::fs::read_to_string(dir.join("upstream.json")) {
+        Ok(text) => Some(serde_json::from_str(&text).with_context(|| format!("case {name}: upstream.json"))?),
+        Err(_) => None,
+    };
+    Ok(Case { name, objects: loaded.objects, max_endpoints_per_slice, flags, upstream })
+}
+
+/// The case directories under `root` (a directory holding an `input.yaml` is itself a case).
+pub fn find_cases(root: &Path) -> Result<Vec<PathBuf>> {
+    if root.join("input.yaml").is_file() {
+        return Ok(vec![root.to_owned()]);
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        .with_context(|| format!("reading {}", root.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("input.yaml").is_file())
+        .collect();
+    dirs.sort();
+    if dirs.is_empty() {
+        bail!("{}: no case directories (with an input.yaml) found", root.display());
+    }
+    Ok(dirs)
+}
+
+/// Runs a case through the offline path `plan` uses.
+pub fn run_offline(case: &Case) -> Written {
+    let mut cluster = OfflineCluster::new(reconcile::Timestamp::now());
+    cluster.load(case.objects.clone());
+    let outcome = cluster.sync_all(&OfflineSettings {
+        endpoints: true,
+        endpoint_slices: true,
+        max_endpoints_per_slice: case.max_endpoints_per_slice,
+    });
+    Written {
+        endpoints: cluster.endpoints().filter_map(|e| serde_json::to_value(e).ok()).collect(),
+        endpoint_slices: cluster.endpoint_slices().filter_map(|s| serde_json::to_value(s).ok()).collect(),
+        events: outcome
+            .events
+            .into_iter()
+            .map(|e| (e.involved_object.namespace, e.involved_object.name, e.type_, e.reason))
+            .collect(),
+    }
+}
+
+/// Reads the upstream recording into the same shape.
+pub fn upstream_written(upstream: &Value) -> Written {
+    let list = |k: &str| upstream.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+    Written {
+        endpoints: list("endpoints"),
+        endpoint_slices: list("endpointslices"),
+        events: list("events")
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.pointer("/source/component").and_then(Value::as_str),
+                    Some("endpoint-slice-controller" | "endpoint-controller") | None
+                )
+            })
+            .map(|e| {
+                let s = |p: &str| e.pointer(p).and_then(Value::as_str).unwrap_or("").to_owned();
+                (s("/involvedObject/namespace"), s("/involvedObject/name"), s("/type"), s("/reason"))
+            })
+            .collect(),
+    }
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn is_excluded(namespace: &str, name: &str) -> bool {
+    namespace == "default" && name == "kubernetes"
+}
+
+/// Normalised form of a run, keyed for comparison. Each entry is a (what, value) pair where
+/// `what` says which service/object/field it describes.
+pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for ep in &written.endpoints {
+        let (ns, name) = (str_at(ep, "/metadata/namespace"), str_at(ep, "/metadata/name"));
+        if is_excluded(ns, name) {
+            continue;
+        }
+        let prefix = format!("{ns}/{name} Endpoints");
+        out.insert(format!("{prefix} labels"), ep.pointer("/metadata/labels").cloned().unwrap_or(json!({})));
+        let mut annotations = ep.pointer("/metadata/annotations").cloned().unwrap_or(json!({}));
+        if let Some(map) = annotations.as_object_mut() {
+            if map.contains_key(TRIGGER_TIME) {
+                map.insert(TRIGGER_TIME.into(), json!("<present>"));
+            }
+        }
+        let truncated = annotations.get(OVER_CAPACITY).is_some();
+        out.insert(format!("{prefix} annotations"), annotations);
+        let subsets = ep.get("subsets").and_then(Value::as_array).cloned().unwrap_or_default();
+        if truncated {
+            // The share each subset keeps follows a UID-dependent order: compare the total
+            // exactly and each subset's count (keyed by its ports) within one.
+            let mut counts: Vec<Value> = subsets
+                .iter()
+                .map(|s| {
+                    let n = |k: &str| s.get(k).and_then(Value::as_array).map_or(0, Vec::len);
+                    json!({"ports": s.get("ports").cloned().unwrap_or(Value::Null), "ready": n("addresses"), "notReady": n("notReadyAddresses")})
+                })
+                .collect();
+            counts.sort_by_key(|v| v.to_string());
+            out.insert(format!("{prefix} truncated subsets"), Value::Array(counts));
+        } else {
+            let mut normalised: Vec<String> = subsets.iter().map(|s| normalise_subset(s).to_string()).collect();
+            normalised.sort();
+            out.insert(format!("{prefix} subsets"), json!(normalised));
+        }
+    }
+
+    // Slices grouped by service, address type and port list.
+    let mut groups: BTreeMap<String, Vec<&Value>> = BTreeMap::new();
+    for slice in &written.endpoint_slices {
+        let ns = str_at(slice, "/metadata/namespace");
+        let service = str_at(slice, "/metadata/labels/kubernetes.io~1service-name");
+        let managed_by = str_at(slice, "/metadata/labels/endpointslice.kubernetes.io~1managed-by");
+        if is_excluded(ns, service) || managed_by != "endpointslice-controller.k8s.io" {
+            continue;
+        }
+        let ports = match slice.get("ports") {
+            Some(Value::Array(p)) if !p.is_empty() => Value::Array(p.clone()),
+            _ => json!([]),
+        };
+        let key = format!("{ns}/{service} EndpointSlices {} ports={}", str_at(slice, "/addressType"), ports);
+        groups.entry(key).or_default().push(slice);
+    }
+    let mut hints: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    for (key, slices) in groups {
+        let mut sizes: Vec<usize> = slices.iter().map(|s| s.get("endpoints").and_then(Value::as_array).map_or(0, Vec::len)).collect();
+        sizes.sort();
+        out.insert(format!("{key} sizes"), json!(sizes));
+        let mut endpoints = Vec::new();
+        let mut metas = Vec::new();
+        let hint_key = key.split(" ports=").next().unwrap_or(&key).to_owned();
+        for slice in slices {
+            for e in slice.get("endpoints").and_then(Value::as_array).into_iter().flatten() {
+                let mut e = e.clone();
+                if let Some(h) = e.as_object_mut().and_then(|m| m.remove("hints")) {
+                    *hints.entry(hint_key.clone()).or_default().entry(h.to_string()).or_default() += 1;
+                }
+                strip_target_ref(&mut e);
+                endpoints.push(e.to_string());
+            }
+            let mut annotations = slice.pointer("/metadata/annotations").cloned().unwrap_or(json!({}));
+            if let Some(map) = annotations.as_object_mut() {
+                map.remove(TRIGGER_TIME);
+            }
+            let mut owners = slice.pointer("/metadata/ownerReferences").cloned().unwrap_or(json!([]));
+            for o in owners.as_array_mut().into_iter().flatten() {
+                if let Some(m) = o.as_object_mut() {
+                    m.remove("uid");
+                }
+            }
+            metas.push(
+                json!({
+                    "labels": slice.pointer("/metadata/labels").cloned().unwrap_or(json!({})),
+                    "annotations": annotations,
+                    "ownerReferences": owners,
+                })
+                .to_string(),
+            );
+        }
+        endpoints.sort();
+        metas.sort();
+        out.insert(format!("{key} endpoints"), json!(endpoints));
+        out.insert(format!("{key} metadata"), json!(metas));
+    }
+    for (key, counts) in hints {
+        let values: BTreeSet<&String> = counts.keys().collect();
+        let mut n: Vec<usize> = counts.values().copied().collect();
+        n.sort();
+        out.insert(format!("{key} hint values"), json!(values));
+        out.insert(format!("{key} hint counts"), json!(n));
+    }
+
+    let mut events: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (ns, name, type_, reason) in &written.events {
+        if !is_excluded(ns, name) {
+            events.entry(format!("{ns}/{name} events")).or_default().insert(format!("{type_} {reason}"));
+        }
+    }
+    for (k, v) in events {
+        out.insert(k, json!(v));
+    }
+    out
+}
+
+fn strip_target_ref(v: &mut Value) {
+    if let Some(t) = v.get_mut("targetRef").and_then(Value::as_object_mut) {
+        t.remove("uid");
+        t.remove("resourceVersion");
+    }
+}
+
+fn normalise_subset(s: &Value) -> Value {
+    let addrs = |k: &str| {
+        let mut list = s.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+        for a in &mut list {
+            strip_target_ref(a);
+        }
+        Value::Array(list)
+    };
+    json!({
+        "addresses": addrs("addresses"),
+        "notReadyAddresses": addrs("notReadyAddresses"),
+        "ports": s.get("ports").cloned().unwrap_or(json!([])),
+    })
+}
+
+/// Differences between our normalised run and upstream's, one readable line each.
+pub fn compare(ours: &Written, upstream: &Written) -> Vec<String> {
+    let a = normalise(ours);
+    let b = normalise(upstream);
+    let mut diffs = Vec::new();
+    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    for key in keys {
+        match (a.get(key), b.get(key)) {
+            (Some(x), Some(y)) if x == y => {}
+            (Some(x), Some(y)) if key.ends_with("truncated subsets") && truncated_close(x, y) => {}
+            (Some(Value::Array(x)), Some(Value::Array(y))) => diffs.push(format!("{key}: {}", list_difference(x, y))),
+            (Some(x), Some(y)) => diffs.push(format!("{key}: ours {} upstream {}", short(x), short(y))),
+            (Some(x), None) => diffs.push(format!("{key}: only ours: {}", short(x))),
+            (None, Some(y)) => diffs.push(format!("{key}: only upstream: {}", short(y))),
+            (None, None) => {}
+        }
+    }
+    diffs
+}
+
+/// Truncated Endpoints: same subsets (by ports) and totals, each count within one.
+fn truncated_close(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_array(), b.as_array()) else { return false };
+    if a.len() != b.len() {
+        return false;
+    }
+    let total = |l: &Vec<Value>| l.iter().map(|s| s["ready"].as_u64().unwrap_or(0) + s["notReady"].as_u64().unwrap_or(0)).sum::<u64>();
+    if total(a) != total(b) {
+        return false;
+    }
+    let mut a = a.clone();
+    let mut b = b.clone();
+    let by_ports = |v: &Value| v["ports"].to_string();
+    a.sort_by_key(by_ports);
+    b.sort_by_key(by_ports);
+    a.iter().zip(b.iter()).all(|(x, y)| {
+        x["ports"] == y["ports"]
+            && x["ready"].as_u64().unwrap_or(0).abs_diff(y["ready"].as_u64().unwrap_or(0)) <= 1
+            && x["notReady"].as_u64().unwrap_or(0).abs_diff(y["notReady"].as_u64().unwrap_or(0)) <= 1
+    })
+}
+
+/// The elements one list has and the other lacks (as multisets), or both lists when they
+/// hold the same elements in another order.
+fn list_difference(ours: &[Value], upstream: &[Value]) -> String {
+    let mut extra: Vec<&Value> = Vec::new();
+    let mut missing: Vec<&Value> = upstream.iter().collect();
+    for v in ours {
+        match missing.iter().position(|m| *m == v) {
+            Some(i) => {
+                missing.remove(i);
+            }
+            None => extra.push(v),
+        }
+    }
+    if extra.is_empty() && missing.is_empty() {
+        return format!("ours {} upstream {}", short(&Value::Array(ours.to_vec())), short(&Value::Array(upstream.to_vec())));
+    }
+    let render = |l: &[&Value]| {
+        let items: Vec<String> = l.iter().take(5).map(|v| short(v)).collect();
+        let more = if l.len() > 5 { format!(" and {} more", l.len() - 5) } else { String::new() };
+        format!("[{}]{more}", items.join(", "))
+    };
+    let mut parts = Vec::new();
+    if !extra.is_empty() {
+        parts.push(format!("only ours {}", render(&extra)));
+    }
+    if !missing.is_empty() {
+        parts.push(format!("only upstream {}", render(&missing)));
+    }
+    parts.join("; ")
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 400 {
+        format!("{}… ({} chars)", &s[..400], s.len())
+    } else {
+        s
+    }
+}

@@ -1,0 +1,6 @@
+//! The `kube-endpoints` command line: offline planning, conformance checks, and (through the
+//! controller crate) the live controllers.
+
+pub mod conformance;
+pub mod manifests;
+pub mod offline;

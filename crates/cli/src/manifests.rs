@@ -1,0 +1,187 @@
+//! Reading Kubernetes objects from YAML or JSON files and directories.
+
+use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// A manifest problem, naming the file and the document.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The file or directory could not be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A document is not valid YAML/JSON or not a valid object of its kind.
+    #[error("{path}: document {index}: {message}")]
+    Document {
+        /// The file.
+        path: PathBuf,
+        /// 1-based document number in the file.
+        index: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// One object of a kind the controllers read.
+#[derive(Debug, Clone)]
+pub enum Object {
+    /// A Namespace.
+    Namespace(Namespace),
+    /// A Node.
+    Node(Node),
+    /// A Service.
+    Service(Service),
+    /// A Pod.
+    Pod(Pod),
+    /// A v1 Endpoints.
+    Endpoints(Endpoints),
+    /// A discovery.k8s.io/v1 EndpointSlice.
+    EndpointSlice(EndpointSlice),
+}
+
+/// What was read, with notes about skipped documents.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Objects in file order.
+    pub objects: Vec<Object>,
+    /// Skipped documents (other kinds), as `file: document N: kind X skipped`.
+    pub notes: Vec<String>,
+}
+
+/// Reads every file given (directories recursively, `.yaml`, `.yml` and `.json` files in
+/// name order).
+pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
+    let mut loaded = Loaded::default();
+    for path in paths {
+        for file in files_under(path)? {
+            let text = std::fs::read_to_string(&file).map_err(|source| ManifestError::Read { path: file.clone(), source })?;
+            load_text(&file, &text, &mut loaded)?;
+        }
+    }
+    Ok(loaded)
+}
+
+fn files_under(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+    let meta = std::fs::metadata(path).map_err(|source| ManifestError::Read { path: path.to_owned(), source })?;
+    if meta.is_file() {
+        return Ok(vec![path.to_owned()]);
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .map_err(|source| ManifestError::Read { path: path.to_owned(), source })?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .collect();
+    entries.sort();
+    let mut files = Vec::new();
+    for entry in entries {
+        if entry.is_dir() {
+            files.extend(files_under(&entry)?);
+        } else if matches!(entry.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
+            files.push(entry);
+        }
+    }
+    Ok(files)
+}
+
+/// Parses the documents of one file's text into `loaded`.
+pub fn load_text(path: &Path, text: &str, loaded: &mut Loaded) -> Result<(), ManifestError> {
+    let is_json = path.extension().and_then(|e| e.to_str()) == Some("json") || text.trim_start().starts_with('{');
+    let values: Vec<Result<serde_json::Value, String>> = if is_json {
+        let stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+        stream.map(|r| r.map_err(|e| e.to_string())).collect()
+    } else {
+        // After a syntax error the document iterator may keep yielding the same error, so
+        // stop at the first one.
+        let mut docs = Vec::new();
+        for doc in serde_norway::Deserializer::from_str(text) {
+            let value = serde_json::Value::deserialize(doc).map_err(|e| e.to_string());
+            let failed = value.is_err();
+            docs.push(value);
+            if failed {
+                break;
+            }
+        }
+        docs
+    };
+    for (i, value) in values.into_iter().enumerate() {
+        let index = i + 1;
+        let value = value.map_err(|message| ManifestError::Document { path: path.to_owned(), index, message })?;
+        if value.is_null() {
+            continue; // an empty document, e.g. a trailing `---`
+        }
+        add_value(path, index, value, loaded)?;
+    }
+    Ok(())
+}
+
+fn add_value(path: &Path, index: usize, value: serde_json::Value, loaded: &mut Loaded) -> Result<(), ManifestError> {
+    let err = |message: String| ManifestError::Document { path: path.to_owned(), index, message };
+    let kind = value.get("kind").and_then(|k| k.as_str()).ok_or_else(|| err("missing kind".into()))?.to_owned();
+    if kind == "List" || kind.ends_with("List") {
+        let items = value.get("items").and_then(|i| i.as_array()).cloned().unwrap_or_default();
+        for item in items {
+            add_value(path, index, item, loaded)?;
+        }
+        return Ok(());
+    }
+    let known = matches!(kind.as_str(), "Namespace" | "Node" | "Service" | "Pod" | "Endpoints" | "EndpointSlice");
+    if !known {
+        loaded.notes.push(format!("{}: document {index}: kind {kind} skipped", path.display()));
+        return Ok(());
+    }
+    let has_name = value.pointer("/metadata/name").and_then(|n| n.as_str()).is_some_and(|n| !n.is_empty());
+    if !has_name {
+        return Err(err(format!("{kind} without metadata.name")));
+    }
+    fn typed<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Result<T, String> {
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+    let object = match kind.as_str() {
+        "Namespace" => Object::Namespace(typed(value).map_err(err)?),
+        "Node" => Object::Node(typed(value).map_err(err)?),
+        "Service" => Object::Service(typed(value).map_err(err)?),
+        "Pod" => Object::Pod(typed(value).map_err(err)?),
+        "Endpoints" => Object::Endpoints(typed(value).map_err(err)?),
+        _ => Object::EndpointSlice(typed(value).map_err(err)?),
+    };
+    loaded.objects.push(object);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_document_yaml_and_lists_are_read_and_other_kinds_noted() {
+        let text = "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Pod, metadata: {name: p, namespace: a}}\n- {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}}\n";
+        let mut loaded = Loaded::default();
+        load_text(Path::new("x.yaml"), text, &mut loaded).unwrap();
+        assert_eq!(loaded.objects.len(), 2);
+        assert_eq!(loaded.notes, vec!["x.yaml: document 3: kind Deployment skipped"]);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_document() {
+        let text = "kind: Pod\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {}\n";
+        let err = load_text(Path::new("m.yaml"), text, &mut Loaded::default()).unwrap_err();
+        assert_eq!(err.to_string(), "m.yaml: document 2: Pod without metadata.name");
+        let err = load_text(Path::new("m.yaml"), "a: [", &mut Loaded::default()).unwrap_err();
+        assert!(err.to_string().starts_with("m.yaml: document 1: "));
+        let err = load_text(Path::new("m.yaml"), "metadata: {name: a}", &mut Loaded::default()).unwrap_err();
+        assert_eq!(err.to_string(), "m.yaml: document 1: missing kind");
+    }
+
+    #[test]
+    fn json_files_are_read() {
+        let text = r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"a"}}"#;
+        let mut loaded = Loaded::default();
+        load_text(Path::new("s.json"), text, &mut loaded).unwrap();
+        assert!(matches!(loaded.objects[0], Object::Service(_)));
+    }
+}
