@@ -44,23 +44,37 @@ pub struct Written {
 
 /// Loads a case directory.
 pub fn load_case(dir: &Path) -> Result<Case> {
-    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("case").to_owned();
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("case")
+        .to_owned();
     let loaded = load_paths(&[dir.join("input.yaml")]).with_context(|| format!("case {name}"))?;
     let mut max_endpoints_per_slice = 100;
     let mut flags = Vec::new();
     if let Ok(text) = std::fs::read_to_string(dir.join("flags")) {
         for flag in text.split_whitespace() {
             if let Some(v) = flag.strip_prefix("--max-endpoints-per-slice=") {
-                max_endpoints_per_slice = v.parse().with_context(|| format!("case {name}: bad flag {flag}"))?;
+                max_endpoints_per_slice = v
+                    .parse()
+                    .with_context(|| format!("case {name}: bad flag {flag}"))?;
             }
             flags.push(flag.to_owned());
         }
     }
     let upstream = match std::fs::read_to_string(dir.join("upstream.json")) {
-        Ok(text) => Some(serde_json::from_str(&text).with_context(|| format!("case {name}: upstream.json"))?),
+        Ok(text) => Some(
+            serde_json::from_str(&text).with_context(|| format!("case {name}: upstream.json"))?,
+        ),
         Err(_) => None,
     };
-    Ok(Case { name, objects: loaded.objects, max_endpoints_per_slice, flags, upstream })
+    Ok(Case {
+        name,
+        objects: loaded.objects,
+        max_endpoints_per_slice,
+        flags,
+        upstream,
+    })
 }
 
 /// The case directories under `root` (a directory holding an `input.yaml` is itself a case).
@@ -75,7 +89,10 @@ pub fn find_cases(root: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     dirs.sort();
     if dirs.is_empty() {
-        bail!("{}: no case directories (with an input.yaml) found", root.display());
+        bail!(
+            "{}: no case directories (with an input.yaml) found",
+            root.display()
+        );
     }
     Ok(dirs)
 }
@@ -90,19 +107,38 @@ pub fn run_offline(case: &Case) -> Written {
         max_endpoints_per_slice: case.max_endpoints_per_slice,
     });
     Written {
-        endpoints: cluster.endpoints().filter_map(|e| serde_json::to_value(e).ok()).collect(),
-        endpoint_slices: cluster.endpoint_slices().filter_map(|s| serde_json::to_value(s).ok()).collect(),
+        endpoints: cluster
+            .endpoints()
+            .filter_map(|e| serde_json::to_value(e).ok())
+            .collect(),
+        endpoint_slices: cluster
+            .endpoint_slices()
+            .filter_map(|s| serde_json::to_value(s).ok())
+            .collect(),
         events: outcome
             .events
             .into_iter()
-            .map(|e| (e.involved_object.namespace, e.involved_object.name, e.type_, e.reason))
+            .map(|e| {
+                (
+                    e.involved_object.namespace,
+                    e.involved_object.name,
+                    e.type_,
+                    e.reason,
+                )
+            })
             .collect(),
     }
 }
 
 /// Reads the upstream recording into the same shape.
 pub fn upstream_written(upstream: &Value) -> Written {
-    let list = |k: &str| upstream.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+    let list = |k: &str| {
+        upstream
+            .get(k)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
     Written {
         endpoints: list("endpoints"),
         endpoint_slices: list("endpointslices"),
@@ -115,8 +151,18 @@ pub fn upstream_written(upstream: &Value) -> Written {
                 )
             })
             .map(|e| {
-                let s = |p: &str| e.pointer(p).and_then(Value::as_str).unwrap_or("").to_owned();
-                (s("/involvedObject/namespace"), s("/involvedObject/name"), s("/type"), s("/reason"))
+                let s = |p: &str| {
+                    e.pointer(p)
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned()
+                };
+                (
+                    s("/involvedObject/namespace"),
+                    s("/involvedObject/name"),
+                    s("/type"),
+                    s("/reason"),
+                )
             })
             .collect(),
     }
@@ -135,13 +181,22 @@ fn is_excluded(namespace: &str, name: &str) -> bool {
 pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     for ep in &written.endpoints {
-        let (ns, name) = (str_at(ep, "/metadata/namespace"), str_at(ep, "/metadata/name"));
+        let (ns, name) = (
+            str_at(ep, "/metadata/namespace"),
+            str_at(ep, "/metadata/name"),
+        );
         if is_excluded(ns, name) {
             continue;
         }
         let prefix = format!("{ns}/{name} Endpoints");
-        out.insert(format!("{prefix} labels"), ep.pointer("/metadata/labels").cloned().unwrap_or(json!({})));
-        let mut annotations = ep.pointer("/metadata/annotations").cloned().unwrap_or(json!({}));
+        out.insert(
+            format!("{prefix} labels"),
+            ep.pointer("/metadata/labels").cloned().unwrap_or(json!({})),
+        );
+        let mut annotations = ep
+            .pointer("/metadata/annotations")
+            .cloned()
+            .unwrap_or(json!({}));
         if let Some(map) = annotations.as_object_mut() {
             if map.contains_key(TRIGGER_TIME) {
                 map.insert(TRIGGER_TIME.into(), json!("<present>"));
@@ -149,7 +204,11 @@ pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
         }
         let truncated = annotations.get(OVER_CAPACITY).is_some();
         out.insert(format!("{prefix} annotations"), annotations);
-        let subsets = ep.get("subsets").and_then(Value::as_array).cloned().unwrap_or_default();
+        let subsets = ep
+            .get("subsets")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         if truncated {
             // The share each subset keeps follows a UID-dependent order: compare the total
             // exactly and each subset's count (keyed by its ports) within one.
@@ -163,7 +222,10 @@ pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
             counts.sort_by_key(|v| v.to_string());
             out.insert(format!("{prefix} truncated subsets"), Value::Array(counts));
         } else {
-            let mut normalised: Vec<String> = subsets.iter().map(|s| normalise_subset(s).to_string()).collect();
+            let mut normalised: Vec<String> = subsets
+                .iter()
+                .map(|s| normalise_subset(s).to_string())
+                .collect();
             normalised.sort();
             out.insert(format!("{prefix} subsets"), json!(normalised));
         }
@@ -174,7 +236,10 @@ pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
     for slice in &written.endpoint_slices {
         let ns = str_at(slice, "/metadata/namespace");
         let service = str_at(slice, "/metadata/labels/kubernetes.io~1service-name");
-        let managed_by = str_at(slice, "/metadata/labels/endpointslice.kubernetes.io~1managed-by");
+        let managed_by = str_at(
+            slice,
+            "/metadata/labels/endpointslice.kubernetes.io~1managed-by",
+        );
         if is_excluded(ns, service) || managed_by != "endpointslice-controller.k8s.io" {
             continue;
         }
@@ -182,31 +247,57 @@ pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
             Some(Value::Array(p)) if !p.is_empty() => Value::Array(p.clone()),
             _ => json!([]),
         };
-        let key = format!("{ns}/{service} EndpointSlices {} ports={}", str_at(slice, "/addressType"), ports);
+        let key = format!(
+            "{ns}/{service} EndpointSlices {} ports={}",
+            str_at(slice, "/addressType"),
+            ports
+        );
         groups.entry(key).or_default().push(slice);
     }
     let mut hints: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for (key, slices) in groups {
-        let mut sizes: Vec<usize> = slices.iter().map(|s| s.get("endpoints").and_then(Value::as_array).map_or(0, Vec::len)).collect();
+        let mut sizes: Vec<usize> = slices
+            .iter()
+            .map(|s| {
+                s.get("endpoints")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len)
+            })
+            .collect();
         sizes.sort();
         out.insert(format!("{key} sizes"), json!(sizes));
         let mut endpoints = Vec::new();
         let mut metas = Vec::new();
         let hint_key = key.split(" ports=").next().unwrap_or(&key).to_owned();
         for slice in slices {
-            for e in slice.get("endpoints").and_then(Value::as_array).into_iter().flatten() {
+            for e in slice
+                .get("endpoints")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 let mut e = e.clone();
                 if let Some(h) = e.as_object_mut().and_then(|m| m.remove("hints")) {
-                    *hints.entry(hint_key.clone()).or_default().entry(h.to_string()).or_default() += 1;
+                    *hints
+                        .entry(hint_key.clone())
+                        .or_default()
+                        .entry(h.to_string())
+                        .or_default() += 1;
                 }
                 strip_target_ref(&mut e);
                 endpoints.push(e.to_string());
             }
-            let mut annotations = slice.pointer("/metadata/annotations").cloned().unwrap_or(json!({}));
+            let mut annotations = slice
+                .pointer("/metadata/annotations")
+                .cloned()
+                .unwrap_or(json!({}));
             if let Some(map) = annotations.as_object_mut() {
                 map.remove(TRIGGER_TIME);
             }
-            let mut owners = slice.pointer("/metadata/ownerReferences").cloned().unwrap_or(json!([]));
+            let mut owners = slice
+                .pointer("/metadata/ownerReferences")
+                .cloned()
+                .unwrap_or(json!([]));
             for o in owners.as_array_mut().into_iter().flatten() {
                 if let Some(m) = o.as_object_mut() {
                     m.remove("uid");
@@ -237,7 +328,10 @@ pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
     let mut events: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (ns, name, type_, reason) in &written.events {
         if !is_excluded(ns, name) {
-            events.entry(format!("{ns}/{name} events")).or_default().insert(format!("{type_} {reason}"));
+            events
+                .entry(format!("{ns}/{name} events"))
+                .or_default()
+                .insert(format!("{type_} {reason}"));
         }
     }
     for (k, v) in events {
@@ -255,7 +349,11 @@ fn strip_target_ref(v: &mut Value) {
 
 fn normalise_subset(s: &Value) -> Value {
     let addrs = |k: &str| {
-        let mut list = s.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut list = s
+            .get(k)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         for a in &mut list {
             strip_target_ref(a);
         }
@@ -278,8 +376,12 @@ pub fn compare(ours: &Written, upstream: &Written) -> Vec<String> {
         match (a.get(key), b.get(key)) {
             (Some(x), Some(y)) if x == y => {}
             (Some(x), Some(y)) if key.ends_with("truncated subsets") && truncated_close(x, y) => {}
-            (Some(Value::Array(x)), Some(Value::Array(y))) => diffs.push(format!("{key}: {}", list_difference(x, y))),
-            (Some(x), Some(y)) => diffs.push(format!("{key}: ours {} upstream {}", short(x), short(y))),
+            (Some(Value::Array(x)), Some(Value::Array(y))) => {
+                diffs.push(format!("{key}: {}", list_difference(x, y)))
+            }
+            (Some(x), Some(y)) => {
+                diffs.push(format!("{key}: ours {} upstream {}", short(x), short(y)))
+            }
             (Some(x), None) => diffs.push(format!("{key}: only ours: {}", short(x))),
             (None, Some(y)) => diffs.push(format!("{key}: only upstream: {}", short(y))),
             (None, None) => {}
@@ -290,11 +392,17 @@ pub fn compare(ours: &Written, upstream: &Written) -> Vec<String> {
 
 /// Truncated Endpoints: same subsets (by ports) and totals, each count within one.
 fn truncated_close(a: &Value, b: &Value) -> bool {
-    let (Some(a), Some(b)) = (a.as_array(), b.as_array()) else { return false };
+    let (Some(a), Some(b)) = (a.as_array(), b.as_array()) else {
+        return false;
+    };
     if a.len() != b.len() {
         return false;
     }
-    let total = |l: &Vec<Value>| l.iter().map(|s| s["ready"].as_u64().unwrap_or(0) + s["notReady"].as_u64().unwrap_or(0)).sum::<u64>();
+    let total = |l: &Vec<Value>| {
+        l.iter()
+            .map(|s| s["ready"].as_u64().unwrap_or(0) + s["notReady"].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
     if total(a) != total(b) {
         return false;
     }
@@ -305,8 +413,16 @@ fn truncated_close(a: &Value, b: &Value) -> bool {
     b.sort_by_key(by_ports);
     a.iter().zip(b.iter()).all(|(x, y)| {
         x["ports"] == y["ports"]
-            && x["ready"].as_u64().unwrap_or(0).abs_diff(y["ready"].as_u64().unwrap_or(0)) <= 1
-            && x["notReady"].as_u64().unwrap_or(0).abs_diff(y["notReady"].as_u64().unwrap_or(0)) <= 1
+            && x["ready"]
+                .as_u64()
+                .unwrap_or(0)
+                .abs_diff(y["ready"].as_u64().unwrap_or(0))
+                <= 1
+            && x["notReady"]
+                .as_u64()
+                .unwrap_or(0)
+                .abs_diff(y["notReady"].as_u64().unwrap_or(0))
+                <= 1
     })
 }
 
@@ -324,11 +440,19 @@ fn list_difference(ours: &[Value], upstream: &[Value]) -> String {
         }
     }
     if extra.is_empty() && missing.is_empty() {
-        return format!("ours {} upstream {}", short(&Value::Array(ours.to_vec())), short(&Value::Array(upstream.to_vec())));
+        return format!(
+            "ours {} upstream {}",
+            short(&Value::Array(ours.to_vec())),
+            short(&Value::Array(upstream.to_vec()))
+        );
     }
     let render = |l: &[&Value]| {
         let items: Vec<String> = l.iter().take(5).map(|v| short(v)).collect();
-        let more = if l.len() > 5 { format!(" and {} more", l.len() - 5) } else { String::new() };
+        let more = if l.len() > 5 {
+            format!(" and {} more", l.len() - 5)
+        } else {
+            String::new()
+        };
         format!("[{}]{more}", items.join(", "))
     };
     let mut parts = Vec::new();

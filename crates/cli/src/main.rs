@@ -1,5 +1,6 @@
 //! The `kube-endpoints` binary.
 
+mod args;
 mod cmd;
 
 use clap::{Parser, Subcommand};
@@ -15,7 +16,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Run(cmd::run::RunArgs),
+    Dev(cmd::dev::DevArgs),
     Plan(cmd::plan::PlanArgs),
+    Apiserver(cmd::apiserver::ApiServerArgs),
     Conformance(cmd::conformance::ConformanceArgs),
 }
 
@@ -24,15 +28,45 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Plan(args) => cmd::plan::run(args).map(|()| true),
         Command::Conformance(args) => cmd::conformance::run(args),
+        Command::Run(args) => runtime().and_then(|rt| rt.block_on(cmd::run::run(args))),
+        Command::Dev(args) => runtime()
+            .and_then(|rt| rt.block_on(cmd::dev::run(args)))
+            .map(|()| true),
+        Command::Apiserver(args) => runtime()
+            .and_then(|rt| rt.block_on(cmd::apiserver::run(args)))
+            .map(|()| true),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         // A closed pipe (`| head`) is not an error worth reporting.
-        Err(err) if err.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) => ExitCode::SUCCESS,
+        Err(err)
+            if err
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            ExitCode::SUCCESS
+        }
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    init_tracing();
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?)
+}
+
+/// Logs to stderr; `RUST_LOG` overrides the default `info` level.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }

@@ -60,7 +60,10 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
     let mut loaded = Loaded::default();
     for path in paths {
         for file in files_under(path)? {
-            let text = std::fs::read_to_string(&file).map_err(|source| ManifestError::Read { path: file.clone(), source })?;
+            let text = std::fs::read_to_string(&file).map_err(|source| ManifestError::Read {
+                path: file.clone(),
+                source,
+            })?;
             load_text(&file, &text, &mut loaded)?;
         }
     }
@@ -68,12 +71,18 @@ pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
 }
 
 fn files_under(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
-    let meta = std::fs::metadata(path).map_err(|source| ManifestError::Read { path: path.to_owned(), source })?;
+    let meta = std::fs::metadata(path).map_err(|source| ManifestError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
     if meta.is_file() {
         return Ok(vec![path.to_owned()]);
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|source| ManifestError::Read { path: path.to_owned(), source })?
+        .map_err(|source| ManifestError::Read {
+            path: path.to_owned(),
+            source,
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
     entries.sort();
@@ -81,7 +90,10 @@ fn files_under(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
     for entry in entries {
         if entry.is_dir() {
             files.extend(files_under(&entry)?);
-        } else if matches!(entry.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
+        } else if matches!(
+            entry.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml" | "json")
+        ) {
             files.push(entry);
         }
     }
@@ -90,7 +102,8 @@ fn files_under(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
 
 /// Parses the documents of one file's text into `loaded`.
 pub fn load_text(path: &Path, text: &str, loaded: &mut Loaded) -> Result<(), ManifestError> {
-    let is_json = path.extension().and_then(|e| e.to_str()) == Some("json") || text.trim_start().starts_with('{');
+    let is_json = path.extension().and_then(|e| e.to_str()) == Some("json")
+        || text.trim_start().starts_with('{');
     let values: Vec<Result<serde_json::Value, String>> = if is_json {
         let stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
         stream.map(|r| r.map_err(|e| e.to_string())).collect()
@@ -110,7 +123,11 @@ pub fn load_text(path: &Path, text: &str, loaded: &mut Loaded) -> Result<(), Man
     };
     for (i, value) in values.into_iter().enumerate() {
         let index = i + 1;
-        let value = value.map_err(|message| ManifestError::Document { path: path.to_owned(), index, message })?;
+        let value = value.map_err(|message| ManifestError::Document {
+            path: path.to_owned(),
+            index,
+            message,
+        })?;
         if value.is_null() {
             continue; // an empty document, e.g. a trailing `---`
         }
@@ -119,22 +136,48 @@ pub fn load_text(path: &Path, text: &str, loaded: &mut Loaded) -> Result<(), Man
     Ok(())
 }
 
-fn add_value(path: &Path, index: usize, value: serde_json::Value, loaded: &mut Loaded) -> Result<(), ManifestError> {
-    let err = |message: String| ManifestError::Document { path: path.to_owned(), index, message };
-    let kind = value.get("kind").and_then(|k| k.as_str()).ok_or_else(|| err("missing kind".into()))?.to_owned();
+fn add_value(
+    path: &Path,
+    index: usize,
+    value: serde_json::Value,
+    loaded: &mut Loaded,
+) -> Result<(), ManifestError> {
+    let err = |message: String| ManifestError::Document {
+        path: path.to_owned(),
+        index,
+        message,
+    };
+    let kind = value
+        .get("kind")
+        .and_then(|k| k.as_str())
+        .ok_or_else(|| err("missing kind".into()))?
+        .to_owned();
     if kind == "List" || kind.ends_with("List") {
-        let items = value.get("items").and_then(|i| i.as_array()).cloned().unwrap_or_default();
+        let items = value
+            .get("items")
+            .and_then(|i| i.as_array())
+            .cloned()
+            .unwrap_or_default();
         for item in items {
             add_value(path, index, item, loaded)?;
         }
         return Ok(());
     }
-    let known = matches!(kind.as_str(), "Namespace" | "Node" | "Service" | "Pod" | "Endpoints" | "EndpointSlice");
+    let known = matches!(
+        kind.as_str(),
+        "Namespace" | "Node" | "Service" | "Pod" | "Endpoints" | "EndpointSlice"
+    );
     if !known {
-        loaded.notes.push(format!("{}: document {index}: kind {kind} skipped", path.display()));
+        loaded.notes.push(format!(
+            "{}: document {index}: kind {kind} skipped",
+            path.display()
+        ));
         return Ok(());
     }
-    let has_name = value.pointer("/metadata/name").and_then(|n| n.as_str()).is_some_and(|n| !n.is_empty());
+    let has_name = value
+        .pointer("/metadata/name")
+        .and_then(|n| n.as_str())
+        .is_some_and(|n| !n.is_empty());
     if !has_name {
         return Err(err(format!("{kind} without metadata.name")));
     }
@@ -163,23 +206,35 @@ mod tests {
         let mut loaded = Loaded::default();
         load_text(Path::new("x.yaml"), text, &mut loaded).unwrap();
         assert_eq!(loaded.objects.len(), 2);
-        assert_eq!(loaded.notes, vec!["x.yaml: document 3: kind Deployment skipped"]);
+        assert_eq!(
+            loaded.notes,
+            vec!["x.yaml: document 3: kind Deployment skipped"]
+        );
     }
 
     #[test]
     fn errors_name_the_file_and_document() {
         let text = "kind: Pod\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {}\n";
         let err = load_text(Path::new("m.yaml"), text, &mut Loaded::default()).unwrap_err();
-        assert_eq!(err.to_string(), "m.yaml: document 2: Pod without metadata.name");
+        assert_eq!(
+            err.to_string(),
+            "m.yaml: document 2: Pod without metadata.name"
+        );
         let err = load_text(Path::new("m.yaml"), "a: [", &mut Loaded::default()).unwrap_err();
         assert!(err.to_string().starts_with("m.yaml: document 1: "));
-        let err = load_text(Path::new("m.yaml"), "metadata: {name: a}", &mut Loaded::default()).unwrap_err();
+        let err = load_text(
+            Path::new("m.yaml"),
+            "metadata: {name: a}",
+            &mut Loaded::default(),
+        )
+        .unwrap_err();
         assert_eq!(err.to_string(), "m.yaml: document 1: missing kind");
     }
 
     #[test]
     fn json_files_are_read() {
-        let text = r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"a"}}"#;
+        let text =
+            r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"s","namespace":"a"}}"#;
         let mut loaded = Loaded::default();
         load_text(Path::new("s.json"), text, &mut loaded).unwrap();
         assert!(matches!(loaded.objects[0], Object::Service(_)));

@@ -122,7 +122,10 @@ pub struct OfflineCluster {
 }
 
 fn key_of(meta: &ObjectMeta) -> Key {
-    (meta.namespace.clone().unwrap_or_else(|| "default".into()), meta.name.clone().unwrap_or_default())
+    (
+        meta.namespace.clone().unwrap_or_else(|| "default".into()),
+        meta.name.clone().unwrap_or_default(),
+    )
 }
 
 impl OfflineCluster {
@@ -154,13 +157,24 @@ impl OfflineCluster {
         self.uid_counter += 1;
         let h = fnv128a(format!("{seed}/{}", self.uid_counter).as_bytes());
         let hex: String = h.iter().map(|b| format!("{b:02x}")).collect();
-        format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+        format!(
+            "{}-{}-{}-{}-{}",
+            &hex[0..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..32]
+        )
     }
 
     /// Gives an object what the API server would have stored with it.
     fn admit(&mut self, meta: &mut ObjectMeta, kind: &str) {
         if meta.uid.as_deref().is_none_or(str::is_empty) {
-            let seed = format!("{kind}/{}/{}", meta.namespace.as_deref().unwrap_or(""), meta.name.as_deref().unwrap_or(""));
+            let seed = format!(
+                "{kind}/{}/{}",
+                meta.namespace.as_deref().unwrap_or(""),
+                meta.name.as_deref().unwrap_or("")
+            );
             meta.uid = Some(self.next_uid(&seed));
         }
         if meta.creation_timestamp.is_none() {
@@ -176,7 +190,8 @@ impl OfflineCluster {
             match object {
                 Object::Namespace(mut ns) => {
                     self.admit(&mut ns.metadata, "Namespace");
-                    self.namespaces.insert(ns.metadata.name.clone().unwrap_or_default(), ns);
+                    self.namespaces
+                        .insert(ns.metadata.name.clone().unwrap_or_default(), ns);
                 }
                 Object::Node(node) => match NodeInfo::from_node(&node) {
                     Some(info) => {
@@ -199,8 +214,15 @@ impl OfflineCluster {
                     }) else {
                         continue;
                     };
-                    if let Some(bad) = info.ips.iter().find(|ip| reconcile::ip::parse_sloppy(ip).is_none()) {
-                        warnings.push(format!("Pod {}/{}: unparsable IP {bad:?}, skipped", key.0, key.1));
+                    if let Some(bad) = info
+                        .ips
+                        .iter()
+                        .find(|ip| reconcile::ip::parse_sloppy(ip).is_none())
+                    {
+                        warnings.push(format!(
+                            "Pod {}/{}: unparsable IP {bad:?}, skipped",
+                            key.0, key.1
+                        ));
                         continue;
                     }
                     self.pods.insert(key, info);
@@ -227,11 +249,15 @@ impl OfflineCluster {
         })
     }
 
-    fn selected_pods<'a>(pods: &'a BTreeMap<Key, PodInfo>, service: &ServiceInfo) -> Vec<&'a PodInfo> {
-        let Some(selector) = service.selector.as_ref() else { return Vec::new() };
+    fn selected_pods<'a>(
+        pods: &'a BTreeMap<Key, PodInfo>,
+        service: &ServiceInfo,
+    ) -> Vec<&'a PodInfo> {
+        let Some(selector) = service.selector.as_ref() else {
+            return Vec::new();
+        };
         let start = (service.namespace.clone(), String::new());
-        pods
-            .range(start..)
+        pods.range(start..)
             .take_while(|((ns, _), _)| ns == &service.namespace)
             .map(|(_, p)| p)
             .filter(|p| selector_matches(selector, &p.labels))
@@ -242,7 +268,11 @@ impl OfflineCluster {
     /// controller's start-up sweep of Endpoints whose Service is gone), applying the writes.
     pub fn sync_all(&mut self, settings: &OfflineSettings) -> Outcome {
         let mut outcome = Outcome::default();
-        let services: Vec<ServiceInfo> = self.services.values().filter_map(ServiceInfo::from_service).collect();
+        let services: Vec<ServiceInfo> = self
+            .services
+            .values()
+            .filter_map(ServiceInfo::from_service)
+            .collect();
         if settings.endpoints {
             for service in &services {
                 self.sync_endpoints(service, &mut outcome);
@@ -255,11 +285,17 @@ impl OfflineCluster {
             }
         }
         for service in &services {
-            let summary = outcome.summaries.entry(service.key().to_string()).or_default();
+            let summary = outcome
+                .summaries
+                .entry(service.key().to_string())
+                .or_default();
             let slices: Vec<&Arc<EndpointSlice>> = self
                 .slices
                 .values()
-                .filter(|s| s.metadata.namespace.as_deref() == Some(&service.namespace) && is_managed_slice_of(s, &service.name))
+                .filter(|s| {
+                    s.metadata.namespace.as_deref() == Some(&service.namespace)
+                        && is_managed_slice_of(s, &service.name)
+                })
                 .collect();
             summary.slices = slices.len();
             summary.slice_endpoints = slices.iter().map(|s| s.endpoints.len()).sum();
@@ -270,7 +306,10 @@ impl OfflineCluster {
                 .map(|subsets| {
                     subsets
                         .iter()
-                        .map(|s| s.addresses.as_ref().map_or(0, Vec::len) + s.not_ready_addresses.as_ref().map_or(0, Vec::len))
+                        .map(|s| {
+                            s.addresses.as_ref().map_or(0, Vec::len)
+                                + s.not_ready_addresses.as_ref().map_or(0, Vec::len)
+                        })
                         .sum()
                 })
                 .unwrap_or(0);
@@ -278,12 +317,23 @@ impl OfflineCluster {
         outcome
     }
 
-    fn record(outcome: &mut Outcome, event: PlannedEvent, kind: &str, namespace: &str, name: &str, source: &'static str) {
+    fn record(
+        outcome: &mut Outcome,
+        event: PlannedEvent,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+        source: &'static str,
+    ) {
         outcome.events.push(RecordedEvent {
             type_: event.type_.as_str().to_owned(),
             reason: event.reason,
             message: event.message,
-            involved_object: InvolvedObject { kind: kind.to_owned(), namespace: namespace.to_owned(), name: name.to_owned() },
+            involved_object: InvolvedObject {
+                kind: kind.to_owned(),
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
+            },
             source,
         });
     }
@@ -295,8 +345,17 @@ impl OfflineCluster {
         let key = (service.namespace.clone(), service.name.clone());
         let pods = Self::selected_pods(&self.pods, service);
         let trigger_time = self.endpoints_triggers.compute(service, &pods);
-        let plan = plan_endpoints(&EndpointsInput { service, pods: &pods, current: self.endpoints.get(&key), trigger_time });
-        let writes = &mut outcome.summaries.entry(service.key().to_string()).or_default().writes;
+        let plan = plan_endpoints(&EndpointsInput {
+            service,
+            pods: &pods,
+            current: self.endpoints.get(&key),
+            trigger_time,
+        });
+        let writes = &mut outcome
+            .summaries
+            .entry(service.key().to_string())
+            .or_default()
+            .writes;
         match plan.action {
             EndpointsAction::Unchanged => {}
             EndpointsAction::Create(mut object) => {
@@ -304,13 +363,17 @@ impl OfflineCluster {
                     return; // refused with NamespaceTerminating: dropped quietly, as upstream does
                 }
                 *writes += 1;
-                outcome.actions.push(action("create", "Endpoints", &key, Some(&object)));
+                outcome
+                    .actions
+                    .push(action("create", "Endpoints", &key, Some(&object)));
                 self.admit(&mut object.metadata, "Endpoints");
                 self.endpoints.insert(key, object);
             }
             EndpointsAction::Update(mut object) => {
                 *writes += 1;
-                outcome.actions.push(action("update", "Endpoints", &key, Some(&object)));
+                outcome
+                    .actions
+                    .push(action("update", "Endpoints", &key, Some(&object)));
                 object.metadata.resource_version = Some(self.next_rv());
                 self.endpoints.insert(key, object);
             }
@@ -323,12 +386,18 @@ impl OfflineCluster {
             .iter()
             .filter(|(key, ep)| {
                 !self.services.contains_key(*key)
-                    && !ep.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(LEADER_ANNOTATION))
+                    && !ep
+                        .metadata
+                        .annotations
+                        .as_ref()
+                        .is_some_and(|a| a.contains_key(LEADER_ANNOTATION))
             })
             .map(|(k, _)| k.clone())
             .collect();
         for key in orphans {
-            outcome.actions.push(action::<Endpoints>("delete", "Endpoints", &key, None));
+            outcome
+                .actions
+                .push(action::<Endpoints>("delete", "Endpoints", &key, None));
             self.endpoints.remove(&key);
         }
     }
@@ -365,46 +434,88 @@ impl OfflineCluster {
                 if terminating {
                     break 'batches; // the sync ends quietly, as upstream's does
                 }
-                let name = self.generate_name(&service.namespace, slice.metadata.generate_name.as_deref().unwrap_or(""));
+                let name = self.generate_name(
+                    &service.namespace,
+                    slice.metadata.generate_name.as_deref().unwrap_or(""),
+                );
                 slice.metadata.name = Some(name.clone());
                 let key = (service.namespace.clone(), name);
-                outcome.actions.push(action("create", "EndpointSlice", &key, Some(&slice)));
+                outcome
+                    .actions
+                    .push(action("create", "EndpointSlice", &key, Some(&slice)));
                 writes += 1;
                 self.admit(&mut slice.metadata, "EndpointSlice");
                 slice.metadata.generation = Some(1);
                 self.slices.insert(key, Arc::new(slice));
             }
             for mut slice in batch.update {
-                let key = (service.namespace.clone(), slice.metadata.name.clone().unwrap_or_default());
-                outcome.actions.push(action("update", "EndpointSlice", &key, Some(&slice)));
+                let key = (
+                    service.namespace.clone(),
+                    slice.metadata.name.clone().unwrap_or_default(),
+                );
+                outcome
+                    .actions
+                    .push(action("update", "EndpointSlice", &key, Some(&slice)));
                 writes += 1;
                 let previous = self.slices.get(&key).cloned();
-                let generation = previous.as_ref().and_then(|p| p.metadata.generation).unwrap_or(1);
+                let generation = previous
+                    .as_ref()
+                    .and_then(|p| p.metadata.generation)
+                    .unwrap_or(1);
                 let spec_changed = previous.as_ref().is_none_or(|p| {
-                    p.endpoints != slice.endpoints || p.ports != slice.ports || p.address_type != slice.address_type
+                    p.endpoints != slice.endpoints
+                        || p.ports != slice.ports
+                        || p.address_type != slice.address_type
                 });
                 if let Some(p) = &previous {
                     slice.metadata.uid = p.metadata.uid.clone();
                     slice.metadata.creation_timestamp = p.metadata.creation_timestamp.clone();
                 }
-                slice.metadata.generation = Some(if spec_changed { generation + 1 } else { generation });
+                slice.metadata.generation = Some(if spec_changed {
+                    generation + 1
+                } else {
+                    generation
+                });
                 slice.metadata.resource_version = Some(self.next_rv());
                 self.slices.insert(key, Arc::new(slice));
             }
             for slice in batch.delete {
                 let key = key_of(&slice.metadata);
-                outcome.actions.push(action::<EndpointSlice>("delete", "EndpointSlice", &key, None));
+                outcome.actions.push(action::<EndpointSlice>(
+                    "delete",
+                    "EndpointSlice",
+                    &key,
+                    None,
+                ));
                 writes += 1;
                 self.slices.remove(&key);
             }
         }
-        outcome.summaries.entry(service.key().to_string()).or_default().writes += writes;
+        outcome
+            .summaries
+            .entry(service.key().to_string())
+            .or_default()
+            .writes += writes;
         for event in plan.events {
-            Self::record(outcome, event, "Service", &service.namespace, &service.name, "endpoint-slice-controller");
+            Self::record(
+                outcome,
+                event,
+                "Service",
+                &service.namespace,
+                &service.name,
+                "endpoint-slice-controller",
+            );
         }
         if !plan.errors.is_empty() {
             let event = failure_event(&service.namespace, &service.name, &plan.errors);
-            Self::record(outcome, event, "Service", &service.namespace, &service.name, "endpoint-slice-controller");
+            Self::record(
+                outcome,
+                event,
+                "Service",
+                &service.namespace,
+                &service.name,
+                "endpoint-slice-controller",
+            );
         }
     }
 
@@ -414,10 +525,17 @@ impl OfflineCluster {
         const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
         let mut attempt: u64 = 0;
         loop {
-            let h = u128::from_be_bytes(fnv128a(format!("{namespace}/{prefix}/{attempt}").as_bytes()));
-            let suffix: String = (0..5).map(|i| ALPHABET[((h >> (i * 8)) % ALPHABET.len() as u128) as usize] as char).collect();
+            let h = u128::from_be_bytes(fnv128a(
+                format!("{namespace}/{prefix}/{attempt}").as_bytes(),
+            ));
+            let suffix: String = (0..5)
+                .map(|i| ALPHABET[((h >> (i * 8)) % ALPHABET.len() as u128) as usize] as char)
+                .collect();
             let name = format!("{prefix}{suffix}");
-            if !self.slices.contains_key(&(namespace.to_owned(), name.clone())) {
+            if !self
+                .slices
+                .contains_key(&(namespace.to_owned(), name.clone()))
+            {
                 return name;
             }
             attempt += 1;
@@ -435,7 +553,12 @@ impl OfflineCluster {
     }
 }
 
-fn action<T: Serialize>(verb: &'static str, kind: &'static str, key: &Key, object: Option<&T>) -> Action {
+fn action<T: Serialize>(
+    verb: &'static str,
+    kind: &'static str,
+    key: &Key,
+    object: Option<&T>,
+) -> Action {
     Action {
         verb,
         kind,

@@ -11,25 +11,49 @@ fn corpus() -> std::path::PathBuf {
 #[test]
 fn offline_plan_matches_upstream_on_every_recorded_case() {
     let cases = find_cases(&corpus()).expect("corpus present");
-    assert!(cases.len() >= 12, "expected the recorded corpus, found {} cases", cases.len());
+    assert!(
+        cases.len() >= 12,
+        "expected the recorded corpus, found {} cases",
+        cases.len()
+    );
     let mut failures = Vec::new();
     for dir in &cases {
         let case = load_case(dir).expect("case loads");
         let upstream = case.upstream.as_ref().expect("recorded case");
         let diffs = compare(&run_offline(&case), &upstream_written(upstream));
         if !diffs.is_empty() {
-            failures.push(format!("{}:\n  {}", case.name, diffs.iter().take(10).cloned().collect::<Vec<_>>().join("\n  ")));
+            failures.push(format!(
+                "{}:\n  {}",
+                case.name,
+                diffs
+                    .iter()
+                    .take(10)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("\n  ")
+            ));
         }
     }
-    assert!(failures.is_empty(), "cases differ from upstream:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "cases differ from upstream:\n{}",
+        failures.join("\n")
+    );
 }
 
 #[test]
 fn the_comparison_notices_a_wrong_answer() {
     // Guard against a comparison that cannot fail: a different slice size limit must differ.
-    let dir = find_cases(&corpus()).unwrap().into_iter().find(|d| d.ends_with("public-random-100")).unwrap();
+    let dir = find_cases(&corpus())
+        .unwrap()
+        .into_iter()
+        .find(|d| d.ends_with("public-random-100"))
+        .unwrap();
     let mut case = load_case(&dir).unwrap();
     case.max_endpoints_per_slice = 50;
-    let diffs = compare(&run_offline(&case), &upstream_written(case.upstream.as_ref().unwrap()));
+    let diffs = compare(
+        &run_offline(&case),
+        &upstream_written(case.upstream.as_ref().unwrap()),
+    );
     assert!(diffs.iter().any(|d| d.contains("sizes")), "{diffs:?}");
 }

@@ -55,7 +55,12 @@ fn plan(args: &[&str], docs: &[Value]) -> (Run, Value) {
 }
 
 fn run_plan(args: &[&str]) -> Run {
-    let out = bin().arg("plan").args(args).args(["--now", "2026-01-01T00:00:00Z"]).output().unwrap();
+    let out = bin()
+        .arg("plan")
+        .args(args)
+        .args(["--now", "2026-01-01T00:00:00Z"])
+        .output()
+        .unwrap();
     Run {
         status: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -64,7 +69,12 @@ fn run_plan(args: &[&str]) -> Run {
 }
 
 fn slices(v: &Value) -> Vec<&Value> {
-    v["objects"].as_array().unwrap().iter().filter(|o| o["kind"] == "EndpointSlice").collect()
+    v["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "EndpointSlice")
+        .collect()
 }
 
 fn sizes(v: &Value, service: &str) -> Vec<usize> {
@@ -84,17 +94,33 @@ fn http_port() -> Value {
 #[test]
 fn two_hundred_fifty_pods_make_slices_of_100_100_and_50() {
     let mut docs = nodes();
-    docs.push(service("web", json!({"ports": [{"name": "http", "port": 80, "targetPort": "http"}]})));
+    docs.push(service(
+        "web",
+        json!({"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}),
+    ));
     for i in 0..250 {
-        docs.push(pod(&format!("web-{i}"), "web", &[&format!("10.1.{}.{}", i / 200, i % 200)], true, http_port()));
+        docs.push(pod(
+            &format!("web-{i}"),
+            "web",
+            &[&format!("10.1.{}.{}", i / 200, i % 200)],
+            true,
+            http_port(),
+        ));
     }
     let (run, v) = plan(&[], &docs);
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert_eq!(sizes(&v, "web"), vec![50, 100, 100]);
     // Actions come in send order with the generated name and the object sent.
-    let creates: Vec<&Value> = v["actions"].as_array().unwrap().iter().filter(|a| a["kind"] == "EndpointSlice").collect();
+    let creates: Vec<&Value> = v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "EndpointSlice")
+        .collect();
     assert_eq!(creates.len(), 3);
-    assert!(creates.iter().all(|a| a["verb"] == "create" && a["name"].as_str().unwrap().starts_with("web-")));
+    assert!(creates
+        .iter()
+        .all(|a| a["verb"] == "create" && a["name"].as_str().unwrap().starts_with("web-")));
     assert_eq!(slices(&v)[0]["apiVersion"], "discovery.k8s.io/v1");
 }
 
@@ -103,7 +129,13 @@ fn max_endpoints_per_slice_flag_changes_the_packing() {
     let mut docs = nodes();
     docs.push(service("web", json!({"ports": [{"port": 80}]})));
     for i in 0..250 {
-        docs.push(pod(&format!("web-{i}"), "web", &[&format!("10.1.{}.{}", i / 200, i % 200)], true, json!([])));
+        docs.push(pod(
+            &format!("web-{i}"),
+            "web",
+            &[&format!("10.1.{}.{}", i / 200, i % 200)],
+            true,
+            json!([]),
+        ));
     }
     let (_, v) = plan(&["--max-endpoints-per-slice", "80"], &docs);
     assert_eq!(sizes(&v, "web"), vec![10, 80, 80, 80]);
@@ -126,11 +158,29 @@ fn service_without_pods_gets_a_placeholder_slice() {
 #[test]
 fn named_port_resolving_to_different_numbers_gives_one_slice_per_group() {
     let mut docs = nodes();
-    docs.push(service("web", json!({"ports": [{"name": "http", "port": 80, "targetPort": "http"}]})));
-    docs.push(pod("a", "web", &["10.0.0.1"], true, json!([{"name": "http", "containerPort": 8080}])));
-    docs.push(pod("b", "web", &["10.0.0.2"], true, json!([{"name": "http", "containerPort": 8081}])));
+    docs.push(service(
+        "web",
+        json!({"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}),
+    ));
+    docs.push(pod(
+        "a",
+        "web",
+        &["10.0.0.1"],
+        true,
+        json!([{"name": "http", "containerPort": 8080}]),
+    ));
+    docs.push(pod(
+        "b",
+        "web",
+        &["10.0.0.2"],
+        true,
+        json!([{"name": "http", "containerPort": 8081}]),
+    ));
     let (_, v) = plan(&[], &docs);
-    let mut ports: Vec<i64> = slices(&v).iter().map(|s| s["ports"][0]["port"].as_i64().unwrap()).collect();
+    let mut ports: Vec<i64> = slices(&v)
+        .iter()
+        .map(|s| s["ports"][0]["port"].as_i64().unwrap())
+        .collect();
     ports.sort();
     assert_eq!(ports, vec![8080, 8081]);
 }
@@ -139,12 +189,26 @@ fn named_port_resolving_to_different_numbers_gives_one_slice_per_group() {
 fn dual_stack_service_gets_a_slice_per_family_in_canonical_form() {
     let mut docs = nodes();
     docs.push(service("api", json!({"ipFamilies": ["IPv4", "IPv6"], "ipFamilyPolicy": "RequireDualStack", "ports": [{"port": 80}]})));
-    docs.push(pod("a", "api", &["10.0.0.1", "FD00:0:0:0::0A"], true, json!([])));
+    docs.push(pod(
+        "a",
+        "api",
+        &["10.0.0.1", "FD00:0:0:0::0A"],
+        true,
+        json!([]),
+    ));
     let (_, v) = plan(&[], &docs);
     let s = slices(&v);
     let by_type: Vec<(String, String)> = s
         .iter()
-        .map(|s| (s["addressType"].as_str().unwrap().to_owned(), s["endpoints"][0]["addresses"][0].as_str().unwrap().to_owned()))
+        .map(|s| {
+            (
+                s["addressType"].as_str().unwrap().to_owned(),
+                s["endpoints"][0]["addresses"][0]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        })
         .collect();
     assert!(by_type.contains(&("IPv4".into(), "10.0.0.1".into())));
     assert!(by_type.contains(&("IPv6".into(), "fd00::a".into())));
@@ -161,7 +225,10 @@ fn headless_label_and_reserved_service_labels() {
     let labels = &slices(&v)[0]["metadata"]["labels"];
     assert_eq!(labels["service.kubernetes.io/headless"], "");
     assert_eq!(labels["kubernetes.io/service-name"], "db");
-    assert_eq!(labels["endpointslice.kubernetes.io/managed-by"], "endpointslice-controller.k8s.io");
+    assert_eq!(
+        labels["endpointslice.kubernetes.io/managed-by"],
+        "endpointslice-controller.k8s.io"
+    );
     assert_eq!(labels["team"], "data");
 }
 
@@ -173,9 +240,17 @@ fn terminating_pods_are_serving_terminating_and_not_ready() {
     p["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
     docs.push(p);
     let (_, v) = plan(&[], &docs);
-    assert_eq!(slices(&v)[0]["endpoints"][0]["conditions"], json!({"ready": false, "serving": true, "terminating": true}));
+    assert_eq!(
+        slices(&v)[0]["endpoints"][0]["conditions"],
+        json!({"ready": false, "serving": true, "terminating": true})
+    );
     // The Endpoints controller leaves terminating pods out.
-    let ep = v["objects"].as_array().unwrap().iter().find(|o| o["kind"] == "Endpoints").unwrap();
+    let ep = v["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Endpoints")
+        .unwrap();
     assert!(ep.get("subsets").is_none());
 }
 
@@ -184,17 +259,35 @@ fn existing_slices_are_partly_reused_by_updates() {
     let mut docs = nodes();
     docs.push(service("web", json!({"ports": [{"port": 80}]})));
     for i in 0..5 {
-        docs.push(pod(&format!("web-{i}"), "web", &[&format!("10.0.0.{i}")], true, json!([])));
+        docs.push(pod(
+            &format!("web-{i}"),
+            "web",
+            &[&format!("10.0.0.{i}")],
+            true,
+            json!([]),
+        ));
     }
     // First plan, then feed its objects back with one pod gone and one new.
     let (_, first) = plan(&[], &docs);
-    let mut state: Vec<Value> = docs.iter().filter(|d| d["metadata"]["name"] != "web-0").cloned().collect();
+    let mut state: Vec<Value> = docs
+        .iter()
+        .filter(|d| d["metadata"]["name"] != "web-0")
+        .cloned()
+        .collect();
     state.push(pod("web-9", "web", &["10.0.0.9"], true, json!([])));
     state.extend(first["objects"].as_array().unwrap().iter().cloned());
     let (run, second) = plan(&[], &state);
     assert_eq!(run.status, 0, "{}", run.stderr);
-    let verbs: Vec<(&str, &str)> = second["actions"].as_array().unwrap().iter().map(|a| (a["kind"].as_str().unwrap(), a["verb"].as_str().unwrap())).collect();
-    assert_eq!(verbs, vec![("Endpoints", "update"), ("EndpointSlice", "update")]);
+    let verbs: Vec<(&str, &str)> = second["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["kind"].as_str().unwrap(), a["verb"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        verbs,
+        vec![("Endpoints", "update"), ("EndpointSlice", "update")]
+    );
     assert_eq!(sizes(&second, "web"), vec![5]);
 }
 
@@ -204,10 +297,19 @@ fn endpoints_writes_appear_beside_slice_writes_and_controllers_can_be_chosen() {
     docs.push(service("web", json!({"ports": [{"port": 80}]})));
     docs.push(pod("a", "web", &["10.0.0.1"], true, json!([])));
     let (_, v) = plan(&[], &docs);
-    let kinds: Vec<&str> = v["actions"].as_array().unwrap().iter().map(|a| a["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, vec!["Endpoints", "EndpointSlice"]);
     let (_, only) = plan(&["--controllers", "endpointslice"], &docs);
-    assert!(only["objects"].as_array().unwrap().iter().all(|o| o["kind"] == "EndpointSlice"));
+    assert!(only["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|o| o["kind"] == "EndpointSlice"));
     let (run, _) = plan(&["--controllers", "nodes"], &docs);
     assert_eq!(run.status, 1);
 }
@@ -230,11 +332,20 @@ fn bad_documents_are_reported_with_file_and_number_and_nothing_on_stdout() {
     let run = run_plan(&["-f", path.to_str().unwrap()]);
     assert_eq!(run.status, 1);
     assert!(run.stdout.is_empty());
-    assert!(run.stderr.contains("bad.yaml: document 2: Pod without metadata.name"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("bad.yaml: document 2: Pod without metadata.name"),
+        "{}",
+        run.stderr
+    );
     std::fs::write(&path, "kind: [unclosed\n").unwrap();
     let run = run_plan(&["-f", path.to_str().unwrap()]);
     assert_eq!(run.status, 1);
-    assert!(run.stderr.contains("bad.yaml: document 1:"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("bad.yaml: document 1:"),
+        "{}",
+        run.stderr
+    );
     let run = run_plan(&["-f", "/nonexistent/manifests"]);
     assert_eq!(run.status, 1);
     assert!(run.stderr.contains("/nonexistent/manifests"));
@@ -270,9 +381,21 @@ fn examples_plan_as_json_with_topology_hints() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let run = run_plan(&["-f", examples.to_str().unwrap(), "-o", "json"]);
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
-    let web = slices(&v).into_iter().find(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == "web").unwrap();
-    assert!(web["endpoints"].as_array().unwrap().iter().any(|e| e["hints"]["forZones"].is_array()));
-    let event = v["events"].as_array().unwrap().iter().find(|e| e["reason"] == "TopologyAwareHintsEnabled").unwrap();
+    let web = slices(&v)
+        .into_iter()
+        .find(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == "web")
+        .unwrap();
+    assert!(web["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["hints"]["forZones"].is_array()));
+    let event = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["reason"] == "TopologyAwareHintsEnabled")
+        .unwrap();
     assert_eq!(event["involvedObject"]["kind"], "Service");
     assert_eq!(event["type"], "Normal");
 }

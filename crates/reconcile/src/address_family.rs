@@ -58,7 +58,11 @@ pub fn slice_address_types(service: &ServiceInfo) -> Vec<AddressType> {
         return types;
     }
     if service.is_ip_set() {
-        return vec![if is_ipv6(&service.cluster_ip) { AddressType::IPv6 } else { AddressType::IPv4 }];
+        return vec![if is_ipv6(&service.cluster_ip) {
+            AddressType::IPv6
+        } else {
+            AddressType::IPv4
+        }];
     }
     vec![AddressType::IPv4, AddressType::IPv6]
 }
@@ -83,7 +87,10 @@ mod tests {
     #[test]
     fn address_types_come_from_ip_families() {
         let svc = service("s").families(&["IPv6", "IPv4"]).build();
-        assert_eq!(slice_address_types(&svc), vec![AddressType::IPv4, AddressType::IPv6]);
+        assert_eq!(
+            slice_address_types(&svc),
+            vec![AddressType::IPv4, AddressType::IPv6]
+        );
     }
 
     #[test]
@@ -95,7 +102,10 @@ mod tests {
     #[test]
     fn headless_without_families_gets_both_types() {
         let svc = service("s").cluster_ip("None").families(&[]).build();
-        assert_eq!(slice_address_types(&svc), vec![AddressType::IPv4, AddressType::IPv6]);
+        assert_eq!(
+            slice_address_types(&svc),
+            vec![AddressType::IPv4, AddressType::IPv6]
+        );
     }
 
     #[test]

@@ -36,11 +36,19 @@ pub struct PlannedEvent {
 impl PlannedEvent {
     /// A Warning event.
     pub fn warning(reason: &str, message: impl Into<String>) -> Self {
-        Self { type_: EventType::Warning, reason: reason.to_owned(), message: message.into() }
+        Self {
+            type_: EventType::Warning,
+            reason: reason.to_owned(),
+            message: message.into(),
+        }
     }
 
     /// A Normal event.
     pub fn normal(reason: &str, message: impl Into<String>) -> Self {
-        Self { type_: EventType::Normal, reason: reason.to_owned(), message: message.into() }
+        Self {
+            type_: EventType::Normal,
+            reason: reason.to_owned(),
+            message: message.into(),
+        }
     }
 }

@@ -26,13 +26,19 @@ mod tests {
     #[test]
     fn numeric_target_port_is_used_even_if_the_pod_does_not_declare_it() {
         let p = pod("a").build();
-        assert_eq!(find_port(&p, &service_port("http", 80).target(8080)), Some(8080));
+        assert_eq!(
+            find_port(&p, &service_port("http", 80).target(8080)),
+            Some(8080)
+        );
     }
 
     #[test]
     fn named_target_port_needs_same_name_and_protocol() {
         let p = pod("a").port("http", "TCP", 8080).build();
-        assert_eq!(find_port(&p, &service_port("web", 80).named("http")), Some(8080));
+        assert_eq!(
+            find_port(&p, &service_port("web", 80).named("http")),
+            Some(8080)
+        );
         let udp = service_port("web", 80).named("http").protocol("UDP");
         assert_eq!(find_port(&p, &udp), None);
     }
@@ -40,8 +46,14 @@ mod tests {
     #[test]
     fn regular_containers_win_over_sidecars() {
         // The builder lists ports in search order: containers first, then sidecars.
-        let p = pod("a").port("metrics", "TCP", 9000).port("metrics", "TCP", 9100).build();
-        assert_eq!(find_port(&p, &service_port("m", 90).named("metrics")), Some(9000));
+        let p = pod("a")
+            .port("metrics", "TCP", 9000)
+            .port("metrics", "TCP", 9100)
+            .build();
+        assert_eq!(
+            find_port(&p, &service_port("m", 90).named("metrics")),
+            Some(9000)
+        );
     }
 
     #[test]
@@ -60,7 +72,10 @@ mod tests {
                 ..Default::default()
             },
             spec: Some(PodSpec {
-                containers: vec![Container { name: "app".into(), ..Default::default() }],
+                containers: vec![Container {
+                    name: "app".into(),
+                    ..Default::default()
+                }],
                 init_containers: Some(vec![
                     Container {
                         name: "setup".into(),
@@ -79,7 +94,10 @@ mod tests {
             ..Default::default()
         };
         let p = PodInfo::from_pod(&full).unwrap();
-        assert_eq!(find_port(&p, &service_port("x", 1).named("proxy")), Some(15001));
+        assert_eq!(
+            find_port(&p, &service_port("x", 1).named("proxy")),
+            Some(15001)
+        );
         assert_eq!(find_port(&p, &service_port("x", 1).named("setup")), None);
     }
 }

@@ -13,7 +13,10 @@ pub fn parse_sloppy(s: &str) -> Option<IpAddr> {
         let (head, tail) = s.rsplit_once(':')?;
         let v4 = parse_v4_sloppy(tail)?;
         let rebuilt = format!("{head}:{v4}");
-        return rebuilt.parse::<Ipv6Addr>().ok().map(|ip| normalise(IpAddr::V6(ip)));
+        return rebuilt
+            .parse::<Ipv6Addr>()
+            .ok()
+            .map(|ip| normalise(IpAddr::V6(ip)));
     }
     parse_v4_sloppy(s).map(IpAddr::V4)
 }
@@ -61,13 +64,19 @@ mod tests {
 
     #[test]
     fn ipv4_octets_with_leading_zeros_are_accepted() {
-        assert_eq!(parse_sloppy("010.001.002.003").unwrap().to_string(), "10.1.2.3");
+        assert_eq!(
+            parse_sloppy("010.001.002.003").unwrap().to_string(),
+            "10.1.2.3"
+        );
     }
 
     #[test]
     fn ipv4_mapped_ipv6_counts_as_ipv4() {
         assert!(!is_ipv6("::ffff:10.0.0.1"));
-        assert_eq!(parse_sloppy("::ffff:10.0.0.1").unwrap().to_string(), "10.0.0.1");
+        assert_eq!(
+            parse_sloppy("::ffff:10.0.0.1").unwrap().to_string(),
+            "10.0.0.1"
+        );
     }
 
     #[test]

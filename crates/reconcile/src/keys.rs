@@ -14,7 +14,10 @@ pub struct ServiceKey {
 impl ServiceKey {
     /// Builds a key from its parts.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { namespace: namespace.into(), name: name.into() }
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
     }
 }
 

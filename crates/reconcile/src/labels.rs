@@ -38,7 +38,11 @@ pub fn slice_labels(
     let drifted = match existing {
         Some(existing) => {
             let mut ours = existing.iter().filter(|(k, _)| !is_reserved_slice_label(k));
-            existing.iter().filter(|(k, _)| !is_reserved_slice_label(k)).count() != labels.len()
+            existing
+                .iter()
+                .filter(|(k, _)| !is_reserved_slice_label(k))
+                .count()
+                != labels.len()
                 || !ours.all(|(k, v)| labels.get(k) == Some(v))
         }
         None => !labels.is_empty(),
@@ -47,7 +51,10 @@ pub fn slice_labels(
         labels.insert(HEADLESS.to_owned(), String::new());
     }
     labels.insert(SERVICE_NAME.to_owned(), service.name.clone());
-    labels.insert(SLICE_MANAGED_BY.to_owned(), SLICE_CONTROLLER_NAME.to_owned());
+    labels.insert(
+        SLICE_MANAGED_BY.to_owned(),
+        SLICE_CONTROLLER_NAME.to_owned(),
+    );
     (labels, drifted)
 }
 
@@ -55,7 +62,10 @@ pub fn slice_labels(
 /// label, and the headless marker when the Service has no ClusterIP.
 pub fn endpoints_labels(service: &ServiceInfo) -> BTreeMap<String, String> {
     let mut labels = service.labels.clone();
-    labels.insert(ENDPOINTS_MANAGED_BY.to_owned(), ENDPOINTS_CONTROLLER_NAME.to_owned());
+    labels.insert(
+        ENDPOINTS_MANAGED_BY.to_owned(),
+        ENDPOINTS_CONTROLLER_NAME.to_owned(),
+    );
     if service.is_ip_set() {
         labels.remove(HEADLESS);
     } else {
@@ -78,7 +88,10 @@ mod tests {
             .build();
         let (labels, _) = slice_labels(None, &svc);
         assert_eq!(labels.get(SERVICE_NAME).map(String::as_str), Some("web"));
-        assert_eq!(labels.get(SLICE_MANAGED_BY).map(String::as_str), Some(SLICE_CONTROLLER_NAME));
+        assert_eq!(
+            labels.get(SLICE_MANAGED_BY).map(String::as_str),
+            Some(SLICE_CONTROLLER_NAME)
+        );
         assert_eq!(labels.get("team").map(String::as_str), Some("a"));
     }
 
@@ -107,7 +120,10 @@ mod tests {
     fn endpoints_carry_service_labels_managed_by_and_headless() {
         let labels = endpoints_labels(&service("db").cluster_ip("None").label("app", "db").build());
         assert_eq!(labels.get("app").map(String::as_str), Some("db"));
-        assert_eq!(labels.get(ENDPOINTS_MANAGED_BY).map(String::as_str), Some("endpoint-controller"));
+        assert_eq!(
+            labels.get(ENDPOINTS_MANAGED_BY).map(String::as_str),
+            Some("endpoint-controller")
+        );
         assert_eq!(labels.get(HEADLESS).map(String::as_str), Some(""));
     }
 }

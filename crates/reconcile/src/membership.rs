@@ -20,7 +20,10 @@ pub fn pod_change(old: &PodInfo, new: &PodInfo) -> Option<PodChange> {
     let labels_changed =
         old.labels != new.labels || old.hostname != new.hostname || old.subdomain != new.subdomain;
     let pod_changed = old.deleting != new.deleting || old.ready != new.ready || old.ips != new.ips;
-    (pod_changed || labels_changed).then_some(PodChange { pod_changed, labels_changed })
+    (pod_changed || labels_changed).then_some(PodChange {
+        pod_changed,
+        labels_changed,
+    })
 }
 
 /// Which services to queue after a pod update, given the services matching the old and the

@@ -26,7 +26,11 @@ pub struct MetricsCache {
 impl MetricsCache {
     /// A cache for the given `--max-endpoints-per-slice`.
     pub fn new(max_endpoints_per_slice: usize) -> Self {
-        Self { max_endpoints_per_slice, services: HashMap::new(), traffic_distribution: HashMap::new() }
+        Self {
+            max_endpoints_per_slice,
+            services: HashMap::new(),
+            traffic_distribution: HashMap::new(),
+        }
     }
 
     /// Replaces a service's figures. Like upstream, a dual-stack service's second address
@@ -91,12 +95,31 @@ mod tests {
     fn totals_count_a_placeholder_for_empty_services() {
         let mut cache = MetricsCache::new(100);
         let mut figures = SliceFigures::default();
-        figures.groups.insert("[]".into(), PortGroupFigures { endpoints: 0, slices: 1 });
+        figures.groups.insert(
+            "[]".into(),
+            PortGroupFigures {
+                endpoints: 0,
+                slices: 1,
+            },
+        );
         cache.update_service(&ServiceKey::new("a", "empty"), &figures);
         let mut big = SliceFigures::default();
-        big.groups.insert("[http]".into(), PortGroupFigures { endpoints: 250, slices: 3 });
+        big.groups.insert(
+            "[http]".into(),
+            PortGroupFigures {
+                endpoints: 250,
+                slices: 3,
+            },
+        );
         cache.update_service(&ServiceKey::new("a", "big"), &big);
-        assert_eq!(cache.totals(), Totals { endpoints: 250, slices: 4, desired_slices: 4 });
+        assert_eq!(
+            cache.totals(),
+            Totals {
+                endpoints: 250,
+                slices: 4,
+                desired_slices: 4
+            }
+        );
         cache.delete_service(&ServiceKey::new("a", "big"));
         assert_eq!(cache.totals().desired_slices, 1);
     }
@@ -107,6 +130,9 @@ mod tests {
         cache.update_traffic_distribution(&ServiceKey::new("a", "x"), Some("PreferClose"));
         cache.update_traffic_distribution(&ServiceKey::new("a", "y"), Some("PreferClose"));
         cache.update_traffic_distribution(&ServiceKey::new("a", "y"), None);
-        assert_eq!(cache.services_by_traffic_distribution(), [("PreferClose".to_owned(), 1)].into());
+        assert_eq!(
+            cache.services_by_traffic_distribution(),
+            [("PreferClose".to_owned(), 1)].into()
+        );
     }
 }

@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 /// True when every key of the selector is a label of the pod with the same value. An empty
 /// selector matches everything; callers treat a Service without a selector separately (it
 /// matches nothing).
-pub fn selector_matches(selector: &BTreeMap<String, String>, labels: &BTreeMap<String, String>) -> bool {
+pub fn selector_matches(
+    selector: &BTreeMap<String, String>,
+    labels: &BTreeMap<String, String>,
+) -> bool {
     selector.iter().all(|(k, v)| labels.get(k) == Some(v))
 }
 
@@ -14,14 +17,20 @@ mod tests {
     use super::*;
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn selector_needs_every_pair() {
         let labels = map(&[("app", "web"), ("tier", "fe")]);
         assert!(selector_matches(&map(&[("app", "web")]), &labels));
-        assert!(!selector_matches(&map(&[("app", "web"), ("tier", "be")]), &labels));
+        assert!(!selector_matches(
+            &map(&[("app", "web"), ("tier", "be")]),
+            &labels
+        ));
         assert!(!selector_matches(&map(&[("zone", "a")]), &labels));
     }
 }

@@ -77,7 +77,11 @@ impl PodBuilder {
     }
     /// Appends a container port (in FindPort search order).
     pub fn port(mut self, name: &str, protocol: &str, port: i32) -> Self {
-        self.0.ports.push(NamedPort { name: name.into(), protocol: protocol.into(), port });
+        self.0.ports.push(NamedPort {
+            name: name.into(),
+            protocol: protocol.into(),
+            port,
+        });
         self
     }
     /// Sets the resourceVersion.

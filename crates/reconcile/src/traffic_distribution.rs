@@ -13,19 +13,28 @@ pub const PREFER_SAME_NODE: &str = "PreferSameNode";
 
 /// True when the value is one the controller acts on.
 pub fn is_valid(value: Option<&str>) -> bool {
-    matches!(value, Some(PREFER_CLOSE | PREFER_SAME_ZONE | PREFER_SAME_NODE))
+    matches!(
+        value,
+        Some(PREFER_CLOSE | PREFER_SAME_ZONE | PREFER_SAME_NODE)
+    )
 }
 
 /// The hints an endpoint should carry under a trafficDistribution value (`None` when it
 /// should carry none). Endpoints that are not ready are left as they are by the caller.
 fn wanted_hints(endpoint: &Endpoint, node_hints: bool) -> Option<EndpointHints> {
-    let for_zones = endpoint.zone.as_ref().map(|z| vec![ForZone { name: z.clone() }]);
+    let for_zones = endpoint
+        .zone
+        .as_ref()
+        .map(|z| vec![ForZone { name: z.clone() }]);
     let for_nodes = endpoint
         .node_name
         .as_ref()
         .filter(|_| node_hints)
         .map(|n| vec![ForNode { name: n.clone() }]);
-    (for_zones.is_some() || for_nodes.is_some()).then_some(EndpointHints { for_zones, for_nodes })
+    (for_zones.is_some() || for_nodes.is_some()).then_some(EndpointHints {
+        for_zones,
+        for_nodes,
+    })
 }
 
 /// Reconciles hints for a trafficDistribution value. Unchanged slices are rewritten only
@@ -43,8 +52,16 @@ pub fn reconcile_hints(value: Option<&str>, sets: &mut SliceSets) {
         if !endpoint_ready(e) {
             return false;
         }
-        let zones = e.hints.as_ref().and_then(|h| h.for_zones.as_deref()).unwrap_or(&[]);
-        let nodes = e.hints.as_ref().and_then(|h| h.for_nodes.as_deref()).unwrap_or(&[]);
+        let zones = e
+            .hints
+            .as_ref()
+            .and_then(|h| h.for_zones.as_deref())
+            .unwrap_or(&[]);
+        let nodes = e
+            .hints
+            .as_ref()
+            .and_then(|h| h.for_nodes.as_deref())
+            .unwrap_or(&[]);
         let zone_wrong = match &e.zone {
             Some(zone) => zones.len() != 1 || &zones[0].name != zone,
             None => !zones.is_empty(),
@@ -77,13 +94,17 @@ mod tests {
         let svc = service("s").build();
         let mut s = new_slice(&svc, &[], AddressType::IPv4);
         let p = pod("a").ip("10.0.0.1").node("n1").ready(ready).build();
-        s.endpoints.push(pod_to_endpoint(&p, zone, &svc, AddressType::IPv4));
+        s.endpoints
+            .push(pod_to_endpoint(&p, zone, &svc, AddressType::IPv4));
         s
     }
 
     #[test]
     fn prefer_close_hints_the_endpoints_zone() {
-        let mut sets = SliceSets { create: vec![slice(Some("z1"), true)], ..Default::default() };
+        let mut sets = SliceSets {
+            create: vec![slice(Some("z1"), true)],
+            ..Default::default()
+        };
         reconcile_hints(Some(PREFER_CLOSE), &mut sets);
         let hints = sets.create[0].endpoints[0].hints.clone().unwrap();
         assert_eq!(hints.for_zones.unwrap()[0].name, "z1");
@@ -92,7 +113,10 @@ mod tests {
 
     #[test]
     fn prefer_same_node_adds_node_hints_with_and_without_zone() {
-        let mut sets = SliceSets { create: vec![slice(Some("z1"), true), slice(None, true)], ..Default::default() };
+        let mut sets = SliceSets {
+            create: vec![slice(Some("z1"), true), slice(None, true)],
+            ..Default::default()
+        };
         reconcile_hints(Some(PREFER_SAME_NODE), &mut sets);
         let with_zone = sets.create[0].endpoints[0].hints.clone().unwrap();
         assert_eq!(with_zone.for_nodes.unwrap()[0].name, "n1");
@@ -103,7 +127,10 @@ mod tests {
 
     #[test]
     fn not_ready_endpoints_are_left_alone() {
-        let mut sets = SliceSets { create: vec![slice(Some("z1"), false)], ..Default::default() };
+        let mut sets = SliceSets {
+            create: vec![slice(Some("z1"), false)],
+            ..Default::default()
+        };
         reconcile_hints(Some(PREFER_CLOSE), &mut sets);
         assert_eq!(sets.create[0].endpoints[0].hints, None);
     }
@@ -112,7 +139,10 @@ mod tests {
     fn unset_value_removes_hints_and_rewrites_hinted_unchanged_slices() {
         let mut hinted = slice(Some("z1"), true);
         hinted.endpoints[0].hints = wanted_hints(&hinted.endpoints[0], false);
-        let mut sets = SliceSets { unchanged: vec![Arc::new(hinted), Arc::new(slice(Some("z1"), true))], ..Default::default() };
+        let mut sets = SliceSets {
+            unchanged: vec![Arc::new(hinted), Arc::new(slice(Some("z1"), true))],
+            ..Default::default()
+        };
         reconcile_hints(None, &mut sets);
         assert_eq!(sets.update.len(), 1);
         assert_eq!(sets.update[0].endpoints[0].hints, None);
@@ -124,11 +154,29 @@ mod tests {
         let mut right = slice(Some("z1"), true);
         right.endpoints[0].hints = wanted_hints(&right.endpoints[0], false);
         let mut wrong = slice(Some("z1"), true);
-        wrong.endpoints[0].hints = Some(EndpointHints { for_zones: Some(vec![ForZone { name: "z2".into() }]), for_nodes: None });
-        let mut sets = SliceSets { unchanged: vec![Arc::new(right), Arc::new(wrong), Arc::new(slice(Some("z1"), true))], ..Default::default() };
+        wrong.endpoints[0].hints = Some(EndpointHints {
+            for_zones: Some(vec![ForZone { name: "z2".into() }]),
+            for_nodes: None,
+        });
+        let mut sets = SliceSets {
+            unchanged: vec![
+                Arc::new(right),
+                Arc::new(wrong),
+                Arc::new(slice(Some("z1"), true)),
+            ],
+            ..Default::default()
+        };
         reconcile_hints(Some(PREFER_SAME_ZONE), &mut sets);
         assert_eq!(sets.unchanged.len(), 1);
         assert_eq!(sets.update.len(), 2);
-        assert!(sets.update.iter().all(|s| s.endpoints[0].hints.as_ref().unwrap().for_zones.as_ref().unwrap()[0].name == "z1"));
+        assert!(sets.update.iter().all(|s| s.endpoints[0]
+            .hints
+            .as_ref()
+            .unwrap()
+            .for_zones
+            .as_ref()
+            .unwrap()[0]
+            .name
+            == "z1"));
     }
 }

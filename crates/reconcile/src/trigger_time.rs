@@ -78,7 +78,10 @@ mod tests {
         let mut tracker = TriggerTimeTracker::default();
         let svc = service("s").created(ts("2026-01-01T00:00:00Z")).build();
         let p = pod("a").ready_at(ts("2026-02-01T00:00:00Z")).build();
-        assert_eq!(tracker.compute(&svc, &[&p]), Some(ts("2026-01-01T00:00:00Z")));
+        assert_eq!(
+            tracker.compute(&svc, &[&p]),
+            Some(ts("2026-01-01T00:00:00Z"))
+        );
     }
 
     #[test]
@@ -91,7 +94,10 @@ mod tests {
         assert_eq!(tracker.compute(&svc, &[&a, &b]), None, "nothing moved");
         let a2 = pod("a").ready_at(ts("2026-03-02T00:00:00Z")).build();
         let b2 = pod("b").ready_at(ts("2026-03-01T00:00:00Z")).build();
-        assert_eq!(tracker.compute(&svc, &[&a2, &b2]), Some(ts("2026-03-01T00:00:00Z")));
+        assert_eq!(
+            tracker.compute(&svc, &[&a2, &b2]),
+            Some(ts("2026-03-01T00:00:00Z"))
+        );
     }
 
     #[test]
@@ -106,6 +112,9 @@ mod tests {
     #[test]
     fn format_is_rfc3339_utc() {
         assert_eq!(format(ts("2026-01-01T00:00:00Z")), "2026-01-01T00:00:00Z");
-        assert_eq!(format(ts("2026-01-01T00:00:00.5Z")), "2026-01-01T00:00:00.5Z");
+        assert_eq!(
+            format(ts("2026-01-01T00:00:00.5Z")),
+            "2026-01-01T00:00:00.5Z"
+        );
     }
 }

@@ -38,7 +38,12 @@ pub fn slice_port_dump(
 }
 
 /// The dump of a core/v1 EndpointPort (only appProtocol is a pointer).
-pub fn endpoints_port_dump(name: &str, port: i32, protocol: &str, app_protocol: Option<&str>) -> String {
+pub fn endpoints_port_dump(
+    name: &str,
+    port: i32,
+    protocol: &str,
+    app_protocol: Option<&str>,
+) -> String {
     let mut out = format!("(v1.EndpointPort){{Name:(string){name} Port:(int32){port} Protocol:(v1.Protocol){protocol} AppProtocol:");
     ptr_string(&mut out, "string", app_protocol);
     out.push('}');
@@ -69,9 +74,15 @@ mod tests {
     #[test]
     fn fnv128a_matches_the_reference_vectors() {
         // Empty input hashes to the offset basis.
-        assert_eq!(fnv128a(b""), 0x6c62272e07bb014262b821756295c58du128.to_be_bytes());
+        assert_eq!(
+            fnv128a(b""),
+            0x6c62272e07bb014262b821756295c58du128.to_be_bytes()
+        );
         // Known value for "a" from the FNV reference tables.
-        assert_eq!(fnv128a(b"a"), 0xd228cb696f1a8caf78912b704e4a8964u128.to_be_bytes());
+        assert_eq!(
+            fnv128a(b"a"),
+            0xd228cb696f1a8caf78912b704e4a8964u128.to_be_bytes()
+        );
     }
 
     #[test]

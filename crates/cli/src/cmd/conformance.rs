@@ -38,7 +38,11 @@ pub fn run(args: ConformanceArgs) -> Result<bool> {
             } else {
                 failed += 1;
                 writeln!(out, "{}: FAILED ({} differences)", case.name, diffs.len())?;
-                let shown = if args.verbose { diffs.len() } else { diffs.len().min(20) };
+                let shown = if args.verbose {
+                    diffs.len()
+                } else {
+                    diffs.len().min(20)
+                };
                 for d in &diffs[..shown] {
                     writeln!(out, "    {d}")?;
                 }

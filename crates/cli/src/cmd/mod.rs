@@ -1,4 +1,7 @@
 //! One module per subcommand.
 
+pub mod apiserver;
 pub mod conformance;
+pub mod dev;
 pub mod plan;
+pub mod run;

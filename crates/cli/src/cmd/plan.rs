@@ -56,7 +56,9 @@ pub fn enabled_controllers(list: &[String]) -> Result<(bool, bool)> {
             "endpointslice" | "endpointslices" => slices = true,
             "-endpoint" | "-endpoints" => endpoints = false,
             "-endpointslice" | "-endpointslices" => slices = false,
-            other => bail!("--controllers: unknown controller {other:?} (known: endpoint, endpointslice, *)"),
+            other => bail!(
+                "--controllers: unknown controller {other:?} (known: endpoint, endpointslice, *)"
+            ),
         }
     }
     Ok((endpoints, slices))
@@ -77,15 +79,27 @@ pub fn run(args: PlanArgs) -> Result<()> {
     for warning in cluster.load(loaded.objects) {
         eprintln!("warning: {warning}");
     }
-    let settings = OfflineSettings { endpoints, endpoint_slices, max_endpoints_per_slice: args.max_endpoints_per_slice };
+    let settings = OfflineSettings {
+        endpoints,
+        endpoint_slices,
+        max_endpoints_per_slice: args.max_endpoints_per_slice,
+    };
     let outcome = cluster.sync_all(&settings);
 
     let mut objects: Vec<serde_json::Value> = Vec::new();
     if endpoints {
-        objects.extend(cluster.endpoints().map(|e| serde_json::to_value(e).unwrap_or_default()));
+        objects.extend(
+            cluster
+                .endpoints()
+                .map(|e| serde_json::to_value(e).unwrap_or_default()),
+        );
     }
     if endpoint_slices {
-        objects.extend(cluster.endpoint_slices().map(|s| serde_json::to_value(s).unwrap_or_default()));
+        objects.extend(
+            cluster
+                .endpoint_slices()
+                .map(|s| serde_json::to_value(s).unwrap_or_default()),
+        );
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -102,7 +116,11 @@ pub fn run(args: PlanArgs) -> Result<()> {
         Format::Yaml => {
             for object in &objects {
                 writeln!(out, "---")?;
-                out.write_all(serde_norway::to_string(object).context("writing YAML")?.as_bytes())?;
+                out.write_all(
+                    serde_norway::to_string(object)
+                        .context("writing YAML")?
+                        .as_bytes(),
+                )?;
             }
             for (service, s) in &outcome.summaries {
                 eprintln!(
@@ -111,7 +129,14 @@ pub fn run(args: PlanArgs) -> Result<()> {
                 );
             }
             for e in &outcome.events {
-                eprintln!("event {} {} {}/{}: {}", e.type_, e.reason, e.involved_object.namespace, e.involved_object.name, e.message);
+                eprintln!(
+                    "event {} {} {}/{}: {}",
+                    e.type_,
+                    e.reason,
+                    e.involved_object.namespace,
+                    e.involved_object.name,
+                    e.message
+                );
             }
         }
     }

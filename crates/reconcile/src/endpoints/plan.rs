@@ -57,12 +57,20 @@ pub fn plan_endpoints(input: &EndpointsInput<'_>) -> EndpointsPlan {
 
     if let Some(current) = input.current {
         let current_subsets = current.subsets.as_deref().unwrap_or(&[]);
-        let same_labels = without_headless(current.metadata.labels.as_ref()) == without_headless(Some(&labels));
+        let same_labels =
+            without_headless(current.metadata.labels.as_ref()) == without_headless(Some(&labels));
         if same_labels
             && subsets_equal(current_subsets, &subsets)
-            && capacity_annotation_consistent(current.metadata.annotations.as_ref(), current_subsets)
+            && capacity_annotation_consistent(
+                current.metadata.annotations.as_ref(),
+                current_subsets,
+            )
         {
-            return EndpointsPlan { action: EndpointsAction::Unchanged, ready, not_ready };
+            return EndpointsPlan {
+                action: EndpointsAction::Unchanged,
+                ready,
+                not_ready,
+            };
         }
     }
 
@@ -90,13 +98,23 @@ pub fn plan_endpoints(input: &EndpointsInput<'_>) -> EndpointsPlan {
     }
     metadata.annotations = (!annotations.is_empty()).then_some(annotations);
     metadata.labels = Some(labels);
-    let object = Endpoints { metadata, subsets: (!subsets.is_empty()).then_some(subsets) };
-    let action = if input.current.is_some_and(|c| c.metadata.resource_version.is_some()) {
+    let object = Endpoints {
+        metadata,
+        subsets: (!subsets.is_empty()).then_some(subsets),
+    };
+    let action = if input
+        .current
+        .is_some_and(|c| c.metadata.resource_version.is_some())
+    {
         EndpointsAction::Update(object)
     } else {
         EndpointsAction::Create(object)
     };
-    EndpointsPlan { action, ready, not_ready }
+    EndpointsPlan {
+        action,
+        ready,
+        not_ready,
+    }
 }
 
 fn without_headless(labels: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
@@ -141,10 +159,16 @@ fn subsets_equal(a: &[EndpointSubset], b: &[EndpointSubset]) -> bool {
 
 /// False when the object holds more addresses than allowed (it must be truncated), or when
 /// the over-capacity annotation is set although it is within capacity.
-fn capacity_annotation_consistent(annotations: Option<&BTreeMap<String, String>>, subsets: &[EndpointSubset]) -> bool {
+fn capacity_annotation_consistent(
+    annotations: Option<&BTreeMap<String, String>>,
+    subsets: &[EndpointSubset],
+) -> bool {
     let count: usize = subsets
         .iter()
-        .map(|s| s.addresses.as_ref().map_or(0, Vec::len) + s.not_ready_addresses.as_ref().map_or(0, Vec::len))
+        .map(|s| {
+            s.addresses.as_ref().map_or(0, Vec::len)
+                + s.not_ready_addresses.as_ref().map_or(0, Vec::len)
+        })
         .sum();
     if count > MAX_ADDRESSES {
         return false;

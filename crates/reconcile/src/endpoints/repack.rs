@@ -12,7 +12,13 @@ use std::collections::BTreeMap;
 type AddressKey = (String, String);
 
 fn address_key(a: &EndpointAddress) -> AddressKey {
-    (a.ip.clone(), a.target_ref.as_ref().and_then(|t| t.uid.clone()).unwrap_or_default())
+    (
+        a.ip.clone(),
+        a.target_ref
+            .as_ref()
+            .and_then(|t| t.uid.clone())
+            .unwrap_or_default(),
+    )
 }
 
 /// Builds the canonical subsets.
@@ -23,7 +29,11 @@ pub fn repack(items: Vec<AddressOnPort>) -> Vec<EndpointSubset> {
     for item in items {
         let key = address_key(&item.address);
         addresses.entry(key.clone()).or_insert(item.address);
-        let ready = by_port.entry(item.port).or_default().entry(key).or_insert(item.ready);
+        let ready = by_port
+            .entry(item.port)
+            .or_default()
+            .entry(key)
+            .or_insert(item.ready);
         // Not ready wins: once any report for this port says not ready, it stays so.
         *ready = *ready && item.ready;
     }
@@ -55,7 +65,12 @@ pub fn repack(items: Vec<AddressOnPort>) -> Vec<EndpointSubset> {
             sort_addresses(&mut not_ready);
             let mut ports: Vec<EndpointPort> = ports
                 .into_iter()
-                .map(|p| EndpointPort { name: Some(p.name), port: p.port, protocol: Some(p.protocol), app_protocol: p.app_protocol })
+                .map(|p| EndpointPort {
+                    name: Some(p.name),
+                    port: p.port,
+                    protocol: Some(p.protocol),
+                    app_protocol: p.app_protocol,
+                })
                 .collect();
             sort_ports(&mut ports);
             EndpointSubset {
@@ -90,7 +105,12 @@ pub fn sort_ports(ports: &mut [EndpointPort]) {
 }
 
 fn subset_order_key(s: &EndpointSubset) -> (Vec<(String, i32)>, Vec<AddressKey>) {
-    let ports = s.ports.iter().flatten().map(|p| (p.name.clone().unwrap_or_default(), p.port)).collect();
+    let ports = s
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| (p.name.clone().unwrap_or_default(), p.port))
+        .collect();
     let addrs = s
         .addresses
         .iter()

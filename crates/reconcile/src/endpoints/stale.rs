@@ -14,12 +14,15 @@ pub struct StaleEndpointsTracker {
 impl StaleEndpointsTracker {
     /// Remembers the resourceVersion an update replaced.
     pub fn replaced(&mut self, key: &ServiceKey, resource_version: &str) {
-        self.replaced.insert(key.clone(), resource_version.to_owned());
+        self.replaced
+            .insert(key.clone(), resource_version.to_owned());
     }
 
     /// True when the cached object is the version we already replaced.
     pub fn is_stale(&self, key: &ServiceKey, resource_version: &str) -> bool {
-        self.replaced.get(key).is_some_and(|rv| rv == resource_version)
+        self.replaced
+            .get(key)
+            .is_some_and(|rv| rv == resource_version)
     }
 
     /// Forgets a deleted Service's Endpoints.

@@ -41,7 +41,9 @@ pub fn addresses_on_ports(service: &ServiceInfo, pods: &[&PodInfo]) -> Vec<Addre
         if !is_endpoint_candidate(pod, publish_all) {
             continue;
         }
-        let Some(ip) = endpoints_address(service, pod) else { continue };
+        let Some(ip) = endpoints_address(service, pod) else {
+            continue;
+        };
         let address = EndpointAddress {
             ip,
             node_name: Some(pod.node_name.clone()),
@@ -58,12 +60,18 @@ pub fn addresses_on_ports(service: &ServiceInfo, pods: &[&PodInfo]) -> Vec<Addre
         if service.ports.is_empty() {
             // Only a headless Service may go without ports.
             if service.cluster_ip == "None" {
-                out.push(AddressOnPort { address, port: None, ready });
+                out.push(AddressOnPort {
+                    address,
+                    port: None,
+                    ready,
+                });
             }
             continue;
         }
         for sp in &service.ports {
-            let Some(port) = find_port(pod, sp) else { continue };
+            let Some(port) = find_port(pod, sp) else {
+                continue;
+            };
             out.push(AddressOnPort {
                 address: address.clone(),
                 port: Some(PortSpec {

@@ -23,7 +23,11 @@ pub fn truncate(subsets: &mut [EndpointSubset]) -> bool {
     };
     let mut free = room;
     for subset in subsets.iter_mut() {
-        let in_subset = if cut_ready { len(&subset.addresses) } else { len(&subset.not_ready_addresses) };
+        let in_subset = if cut_ready {
+            len(&subset.addresses)
+        } else {
+            len(&subset.not_ready_addresses)
+        };
         let share = ((in_subset as f64 / total as f64) * room as f64).ceil() as usize;
         let keep = share.min(free);
         if cut_ready {
@@ -48,16 +52,32 @@ mod tests {
     use k8s_openapi::api::core::v1::EndpointAddress;
 
     fn list(n: usize) -> Option<Vec<EndpointAddress>> {
-        (n > 0).then(|| (0..n).map(|i| EndpointAddress { ip: format!("10.0.{}.{}", i / 250, i % 250), ..Default::default() }).collect())
+        (n > 0).then(|| {
+            (0..n)
+                .map(|i| EndpointAddress {
+                    ip: format!("10.0.{}.{}", i / 250, i % 250),
+                    ..Default::default()
+                })
+                .collect()
+        })
     }
 
     fn subset(ready: usize, not_ready: usize) -> EndpointSubset {
-        EndpointSubset { addresses: list(ready), not_ready_addresses: list(not_ready), ports: None }
+        EndpointSubset {
+            addresses: list(ready),
+            not_ready_addresses: list(not_ready),
+            ports: None,
+        }
     }
 
     fn counts(s: &[EndpointSubset]) -> Vec<(usize, usize)> {
         s.iter()
-            .map(|s| (s.addresses.as_ref().map_or(0, Vec::len), s.not_ready_addresses.as_ref().map_or(0, Vec::len)))
+            .map(|s| {
+                (
+                    s.addresses.as_ref().map_or(0, Vec::len),
+                    s.not_ready_addresses.as_ref().map_or(0, Vec::len),
+                )
+            })
             .collect()
     }
 

@@ -27,7 +27,10 @@ impl NodeInfo {
         let status = node.status.as_ref();
         Some(Self {
             name,
-            zone: labels.and_then(|l| l.get(ZONE_LABEL)).filter(|z| !z.is_empty()).cloned(),
+            zone: labels
+                .and_then(|l| l.get(ZONE_LABEL))
+                .filter(|z| !z.is_empty())
+                .cloned(),
             ready: status
                 .and_then(|s| s.conditions.as_ref())
                 .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
@@ -76,9 +79,17 @@ pub fn parse_cpu_millis(q: &str) -> Option<i64> {
     if !digits_ok(int_part) || !digits_ok(frac_part) || frac_part.len() > 18 {
         return None;
     }
-    let int: i128 = if int_part.is_empty() { 0 } else { int_part.parse().ok()? };
+    let int: i128 = if int_part.is_empty() {
+        0
+    } else {
+        int_part.parse().ok()?
+    };
     let frac_den: i128 = 10i128.pow(frac_part.len() as u32);
-    let frac: i128 = if frac_part.is_empty() { 0 } else { frac_part.parse().ok()? };
+    let frac: i128 = if frac_part.is_empty() {
+        0
+    } else {
+        frac_part.parse().ok()?
+    };
     let numerator = (int * frac_den + frac) * mul;
     let denominator = frac_den * div;
     let millis = (numerator + denominator - 1) / denominator;

@@ -122,12 +122,18 @@ impl PodInfo {
         ];
         std::mem::size_of::<Self>()
             + strings.iter().map(|s| s.capacity()).sum::<usize>()
-            + self.labels.iter().map(|(k, v)| k.capacity() + v.capacity() + 48).sum::<usize>()
+            + self
+                .labels
+                .iter()
+                .map(|(k, v)| k.capacity() + v.capacity() + 48)
+                .sum::<usize>()
             + self.ips.iter().map(|s| s.capacity() + 24).sum::<usize>()
             + self
                 .ports
                 .iter()
-                .map(|p| std::mem::size_of::<NamedPort>() + p.name.capacity() + p.protocol.capacity())
+                .map(|p| {
+                    std::mem::size_of::<NamedPort>() + p.name.capacity() + p.protocol.capacity()
+                })
                 .sum::<usize>()
     }
 }

@@ -104,41 +104,72 @@ mod tests {
         let p = pod("a").ip("10.0.0.1").ready(true).deleting().build();
         let ep = pod_to_endpoint(&p, None, &service("s").build(), AddressType::IPv4);
         let c = ep.conditions.unwrap();
-        assert_eq!((c.ready, c.serving, c.terminating), (Some(false), Some(true), Some(true)));
+        assert_eq!(
+            (c.ready, c.serving, c.terminating),
+            (Some(false), Some(true), Some(true))
+        );
     }
 
     #[test]
     fn publish_not_ready_addresses_makes_every_endpoint_ready() {
         let p = pod("a").ip("10.0.0.1").deleting().build();
         let svc = service("s").publish_not_ready().build();
-        let c = pod_to_endpoint(&p, None, &svc, AddressType::IPv4).conditions.unwrap();
-        assert_eq!((c.ready, c.serving, c.terminating), (Some(true), Some(false), Some(true)));
+        let c = pod_to_endpoint(&p, None, &svc, AddressType::IPv4)
+            .conditions
+            .unwrap();
+        assert_eq!(
+            (c.ready, c.serving, c.terminating),
+            (Some(true), Some(false), Some(true))
+        );
     }
 
     #[test]
     fn addresses_are_filtered_by_family_and_canonical() {
         let p = pod("a").ip("10.0.0.1").ip("FD00:0:0::0001").build();
         let svc = service("s").build();
-        assert_eq!(pod_to_endpoint(&p, None, &svc, AddressType::IPv6).addresses, vec!["fd00::1"]);
-        assert_eq!(pod_to_endpoint(&p, None, &svc, AddressType::IPv4).addresses, vec!["10.0.0.1"]);
+        assert_eq!(
+            pod_to_endpoint(&p, None, &svc, AddressType::IPv6).addresses,
+            vec!["fd00::1"]
+        );
+        assert_eq!(
+            pod_to_endpoint(&p, None, &svc, AddressType::IPv4).addresses,
+            vec!["10.0.0.1"]
+        );
     }
 
     #[test]
     fn zone_node_hostname_and_target_ref_are_set() {
-        let p = pod("a").ip("10.0.0.1").node("n1").hostname("a", "s").build();
+        let p = pod("a")
+            .ip("10.0.0.1")
+            .node("n1")
+            .hostname("a", "s")
+            .build();
         let ep = pod_to_endpoint(&p, Some("z1"), &service("s").build(), AddressType::IPv4);
         assert_eq!(ep.node_name.as_deref(), Some("n1"));
         assert_eq!(ep.zone.as_deref(), Some("z1"));
         assert_eq!(ep.hostname.as_deref(), Some("a"));
         let t = ep.target_ref.unwrap();
-        assert_eq!((t.kind.as_deref(), t.name.as_deref(), t.uid.as_deref()), (Some("Pod"), Some("a"), Some("uid-a")));
+        assert_eq!(
+            (t.kind.as_deref(), t.name.as_deref(), t.uid.as_deref()),
+            (Some("Pod"), Some("a"), Some("uid-a"))
+        );
     }
 
     #[test]
     fn identity_ignores_conditions_but_not_hostname() {
         let svc = service("s").build();
-        let a = pod_to_endpoint(&pod("a").ip("10.0.0.1").build(), None, &svc, AddressType::IPv4);
-        let b = pod_to_endpoint(&pod("a").ip("10.0.0.1").ready(true).build(), None, &svc, AddressType::IPv4);
+        let a = pod_to_endpoint(
+            &pod("a").ip("10.0.0.1").build(),
+            None,
+            &svc,
+            AddressType::IPv4,
+        );
+        let b = pod_to_endpoint(
+            &pod("a").ip("10.0.0.1").ready(true).build(),
+            None,
+            &svc,
+            AddressType::IPv4,
+        );
         assert_eq!(EndpointKey::of(&a), EndpointKey::of(&b));
         assert!(!equal_beyond_key(&a, &b));
         let mut c = a.clone();

@@ -40,7 +40,11 @@ pub struct GroupOutcome {
 
 /// A new, empty slice for the Service: generateName `<service>-`, the managed labels and a
 /// controller owner reference to the Service.
-pub fn new_slice(service: &ServiceInfo, ports: &[EndpointPort], address_type: AddressType) -> EndpointSlice {
+pub fn new_slice(
+    service: &ServiceInfo,
+    ports: &[EndpointPort],
+    address_type: AddressType,
+) -> EndpointSlice {
     let (labels, _) = slice_labels(None, service);
     EndpointSlice {
         metadata: ObjectMeta {

@@ -35,7 +35,10 @@ pub fn recycle_deletes(
 
 /// Sets or removes the trigger-time annotation.
 pub fn set_trigger_time(slice: &mut EndpointSlice, trigger_time: Option<Timestamp>) {
-    let annotations = slice.metadata.annotations.get_or_insert_with(Default::default);
+    let annotations = slice
+        .metadata
+        .annotations
+        .get_or_insert_with(Default::default);
     match trigger_time {
         Some(t) => {
             annotations.insert(ANNOTATION.to_owned(), trigger_time::format(t));
@@ -94,7 +97,10 @@ mod tests {
         let svc = service("s").build();
         let mut s = new_slice(&svc, &[], AddressType::IPv4);
         set_trigger_time(&mut s, Some(ts("2026-01-01T00:00:00Z")));
-        assert_eq!(s.metadata.annotations.as_ref().unwrap()[ANNOTATION], "2026-01-01T00:00:00Z");
+        assert_eq!(
+            s.metadata.annotations.as_ref().unwrap()[ANNOTATION],
+            "2026-01-01T00:00:00Z"
+        );
         set_trigger_time(&mut s, None);
         assert_eq!(s.metadata.annotations, None);
     }

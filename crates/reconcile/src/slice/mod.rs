@@ -35,18 +35,18 @@ pub const MAX_ENDPOINTS_PER_SLICE_LIMIT: usize = 1000;
 /// Where the reconciler learns a node's zone. `None` means the node does not exist.
 pub trait NodeZones {
     /// The node's zone (`Some(None)` for a node without one), or `None` for an unknown node.
-    fn node_zone(&self, name: &str) -> Option<Option<&str>>;
+    fn node_zone(&self, name: &str) -> Option<Option<String>>;
 }
 
 impl NodeZones for BTreeMap<String, NodeInfo> {
-    fn node_zone(&self, name: &str) -> Option<Option<&str>> {
-        self.get(name).map(|n| n.zone.as_deref())
+    fn node_zone(&self, name: &str) -> Option<Option<String>> {
+        self.get(name).map(|n| n.zone.clone())
     }
 }
 
 impl NodeZones for HashMap<String, Arc<NodeInfo>> {
-    fn node_zone(&self, name: &str) -> Option<Option<&str>> {
-        self.get(name).map(|n| n.zone.as_deref())
+    fn node_zone(&self, name: &str) -> Option<Option<String>> {
+        self.get(name).map(|n| n.zone.clone())
     }
 }
 
@@ -122,7 +122,10 @@ pub struct SlicePlan {
 impl SlicePlan {
     /// Total number of writes.
     pub fn write_count(&self) -> usize {
-        self.batches.iter().map(|b| b.create.len() + b.update.len() + b.delete.len()).sum()
+        self.batches
+            .iter()
+            .map(|b| b.create.len() + b.update.len() + b.delete.len())
+            .sum()
     }
 }
 
@@ -135,20 +138,34 @@ pub fn is_managed_slice_of(slice: &EndpointSlice, service_name: &str) -> bool {
 
 /// True when the slice's managed-by label names this controller.
 pub fn is_managed_by_us(slice: &EndpointSlice) -> bool {
-    slice.metadata.labels.as_ref().and_then(|l| l.get(SLICE_MANAGED_BY)).map(String::as_str)
+    slice
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(SLICE_MANAGED_BY))
+        .map(String::as_str)
         == Some(SLICE_CONTROLLER_NAME)
 }
 
 /// True when the slice is owned by the Service (ownerReference v1 Service with its uid).
 pub fn is_owned_by(slice: &EndpointSlice, service: &ServiceInfo) -> bool {
-    slice.metadata.owner_references.iter().flatten().any(|o| {
-        o.uid == service.uid && o.kind == "Service" && o.api_version == "v1"
-    })
+    slice
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.uid == service.uid && o.kind == "Service" && o.api_version == "v1")
 }
 
 /// The service a slice belongs to, from its service-name label.
 pub fn service_name_of(slice: &EndpointSlice) -> Option<&str> {
-    slice.metadata.labels.as_ref()?.get(SERVICE_NAME).map(String::as_str).filter(|n| !n.is_empty())
+    slice
+        .metadata
+        .labels
+        .as_ref()?
+        .get(SERVICE_NAME)
+        .map(String::as_str)
+        .filter(|n| !n.is_empty())
 }
 
 /// The slices of one address type on their way to being written, as the hint logic sees
@@ -179,7 +196,9 @@ impl SliceSets {
     }
 
     /// Every endpoint of the creates and updates, for changing hints in place.
-    pub fn writable_endpoints_mut(&mut self) -> impl Iterator<Item = &mut k8s_openapi::api::discovery::v1::Endpoint> {
+    pub fn writable_endpoints_mut(
+        &mut self,
+    ) -> impl Iterator<Item = &mut k8s_openapi::api::discovery::v1::Endpoint> {
         self.create
             .iter_mut()
             .chain(self.update.iter_mut())

@@ -34,8 +34,19 @@ mod tests {
         let svc = service("s").build();
         let mut existing = placeholder(&svc, AddressType::IPv4);
         existing.metadata.name = Some("s-abcde".into());
-        assert!(is_placeholder(&Arc::new(existing.clone()), &placeholder(&svc, AddressType::IPv4)));
-        existing.metadata.labels.as_mut().unwrap().insert("x".into(), "y".into());
-        assert!(!is_placeholder(&Arc::new(existing), &placeholder(&svc, AddressType::IPv4)));
+        assert!(is_placeholder(
+            &Arc::new(existing.clone()),
+            &placeholder(&svc, AddressType::IPv4)
+        ));
+        existing
+            .metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("x".into(), "y".into());
+        assert!(!is_placeholder(
+            &Arc::new(existing),
+            &placeholder(&svc, AddressType::IPv4)
+        ));
     }
 }

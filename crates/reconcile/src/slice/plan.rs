@@ -35,7 +35,9 @@ pub fn plan_slices(input: &SliceInput<'_>, topology: &mut TopologyCache) -> Slic
     let mut unsupported = Vec::new();
     for slice in input.existing {
         match AddressType::parse(&slice.address_type) {
-            Some(t) if address_types.contains(&t) => by_type.entry(t).or_default().push(Arc::clone(slice)),
+            Some(t) if address_types.contains(&t) => {
+                by_type.entry(t).or_default().push(Arc::clone(slice))
+            }
             parsed => {
                 if let Some(t) = parsed {
                     topology.remove_hints(&key, t);
@@ -52,10 +54,22 @@ pub fn plan_slices(input: &SliceInput<'_>, topology: &mut TopologyCache) -> Slic
     };
     for address_type in address_types {
         let existing = by_type.remove(&address_type).unwrap_or_default();
-        plan_address_type(input, topology, address_type, &existing, hints_on, traffic_distribution, &mut plan);
+        plan_address_type(
+            input,
+            topology,
+            address_type,
+            &existing,
+            hints_on,
+            traffic_distribution,
+            &mut plan,
+        );
     }
     if !unsupported.is_empty() {
-        plan.batches.push(SliceBatch { address_type: None, delete: unsupported, ..Default::default() });
+        plan.batches.push(SliceBatch {
+            address_type: None,
+            delete: unsupported,
+            ..Default::default()
+        });
     }
     plan
 }
@@ -74,19 +88,25 @@ fn plan_address_type(
     let mut existing_groups: BTreeMap<PortGroupKey, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
     for slice in existing {
         if is_owned_by(slice, service) {
-            existing_groups.entry(PortGroupKey::of(slice.ports.as_deref())).or_default().push(Arc::clone(slice));
+            existing_groups
+                .entry(PortGroupKey::of(slice.ports.as_deref()))
+                .or_default()
+                .push(Arc::clone(slice));
         } else {
             delete.push(Arc::clone(slice));
         }
     }
 
-    let mut desired_groups: BTreeMap<PortGroupKey, (Vec<EndpointPort>, DesiredEndpoints)> = BTreeMap::new();
+    let mut desired_groups: BTreeMap<PortGroupKey, (Vec<EndpointPort>, DesiredEndpoints)> =
+        BTreeMap::new();
     for pod in input.pods {
         if !is_endpoint_candidate(pod, true) {
             continue;
         }
         let ports = endpoint_ports(service, pod);
-        let group = desired_groups.entry(PortGroupKey::of(Some(&ports))).or_insert_with(|| (ports, DesiredEndpoints::new()));
+        let group = desired_groups
+            .entry(PortGroupKey::of(Some(&ports)))
+            .or_insert_with(|| (ports, DesiredEndpoints::new()));
         let zone = match input.nodes.node_zone(&pod.node_name) {
             Some(zone) => zone,
             // A pod on a node the cache does not know is left out (its slice is still
@@ -101,7 +121,7 @@ fn plan_address_type(
             }
             None => None,
         };
-        let endpoint = pod_to_endpoint(pod, zone, service, address_type);
+        let endpoint = pod_to_endpoint(pod, zone.as_deref(), service, address_type);
         if !endpoint.addresses.is_empty() {
             group.1.insert(EndpointKey::of(&endpoint), endpoint);
         }
@@ -126,7 +146,10 @@ fn plan_address_type(
         figures.removed += out.removed;
         figures.groups.insert(
             group_key.render(),
-            PortGroupFigures { endpoints, slices: group_existing.len() + out.create.len() - out.delete.len() },
+            PortGroupFigures {
+                endpoints,
+                slices: group_existing.len() + out.create.len() - out.delete.len(),
+            },
         );
         create.extend(out.create);
         update.extend(out.update);
@@ -146,7 +169,13 @@ fn plan_address_type(
         } else {
             create.push(wanted);
         }
-        figures.groups.insert(PortGroupKey::of(None).render(), PortGroupFigures { endpoints: 0, slices: 1 });
+        figures.groups.insert(
+            PortGroupKey::of(None).render(),
+            PortGroupFigures {
+                endpoints: 0,
+                slices: 1,
+            },
+        );
     }
 
     let changed: std::collections::HashSet<&str> = update
@@ -156,14 +185,24 @@ fn plan_address_type(
         .collect();
     let unchanged: Vec<Arc<EndpointSlice>> = existing
         .iter()
-        .filter(|s| !s.metadata.name.as_deref().is_some_and(|n| changed.contains(n)))
+        .filter(|s| {
+            !s.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| changed.contains(n))
+        })
         .cloned()
         .collect();
-    let mut sets = SliceSets { create, update, unchanged };
+    let mut sets = SliceSets {
+        create,
+        update,
+        unchanged,
+    };
 
     let key = service.key();
     if hints_on {
-        plan.events.extend(topology.add_hints(&key, address_type, &mut sets));
+        plan.events
+            .extend(topology.add_hints(&key, address_type, &mut sets));
     } else {
         if topology.has_populated_hints(&key) {
             plan.events.push(PlannedEvent::warning(
@@ -180,7 +219,11 @@ fn plan_address_type(
         traffic_distribution::reconcile_hints(Some(value), &mut sets);
     }
 
-    let SliceSets { mut create, mut update, .. } = sets;
+    let SliceSets {
+        mut create,
+        mut update,
+        ..
+    } = sets;
     recycle_deletes(service, &mut create, &mut update, &mut delete);
     if service.deleting {
         // No new slices for a Service being deleted: they would race the garbage collector.
@@ -190,12 +233,21 @@ fn plan_address_type(
         set_trigger_time(slice, input.trigger_time);
     }
     plan.figures.push((address_type, figures));
-    plan.batches.push(SliceBatch { address_type: Some(address_type), create, update, delete });
+    plan.batches.push(SliceBatch {
+        address_type: Some(address_type),
+        create,
+        update,
+        delete,
+    });
 }
 
 /// The Warning event upstream records when a sync fails.
 pub fn failure_event(namespace: &str, name: &str, errors: &[String]) -> PlannedEvent {
-    let detail = if errors.len() == 1 { errors[0].clone() } else { format!("[{}]", errors.join(", ")) };
+    let detail = if errors.len() == 1 {
+        errors[0].clone()
+    } else {
+        format!("[{}]", errors.join(", "))
+    };
     PlannedEvent::warning(
         "FailedToUpdateEndpointSlices",
         format!("Error updating Endpoint Slices for Service {namespace}/{name}: {detail}"),

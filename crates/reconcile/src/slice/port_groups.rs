@@ -29,8 +29,13 @@ pub fn endpoint_ports(service: &ServiceInfo, pod: &PodInfo) -> Vec<EndpointPort>
 pub fn sort_ports(ports: &mut [EndpointPort]) {
     ports.sort_by_cached_key(|p| {
         fnv128a(
-            slice_port_dump(p.name.as_deref(), p.protocol.as_deref(), p.port, p.app_protocol.as_deref())
-                .as_bytes(),
+            slice_port_dump(
+                p.name.as_deref(),
+                p.protocol.as_deref(),
+                p.port,
+                p.app_protocol.as_deref(),
+            )
+            .as_bytes(),
         )
     });
 }
@@ -80,7 +85,9 @@ mod tests {
 
     #[test]
     fn named_port_resolving_to_different_numbers_makes_different_groups() {
-        let svc = service("s").port(service_port("http", 80).named("http")).build();
+        let svc = service("s")
+            .port(service_port("http", 80).named("http"))
+            .build();
         let a = pod("a").port("http", "TCP", 8080).build();
         let b = pod("b").port("http", "TCP", 8081).build();
         let ka = PortGroupKey::of(Some(&endpoint_ports(&svc, &a)));

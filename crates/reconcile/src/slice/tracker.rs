@@ -30,7 +30,9 @@ fn uid(slice: &EndpointSlice) -> String {
 impl SliceTracker {
     /// True when the slice is tracked.
     pub fn has(&self, slice: &EndpointSlice) -> bool {
-        key_of(slice).and_then(|k| self.by_service.get(&k)).is_some_and(|g| g.contains_key(&uid(slice)))
+        key_of(slice)
+            .and_then(|k| self.by_service.get(&k))
+            .is_some_and(|g| g.contains_key(&uid(slice)))
     }
 
     /// True when an event about this slice should sync its Service: the slice is unknown, or
@@ -57,7 +59,9 @@ impl SliceTracker {
             let id = uid(slice);
             match gens.get(&id) {
                 Some(Tracked::DeletionExpected) => return true,
-                Some(Tracked::Generation(g)) if *g > slice.metadata.generation.unwrap_or(0) => return true,
+                Some(Tracked::Generation(g)) if *g > slice.metadata.generation.unwrap_or(0) => {
+                    return true
+                }
                 _ => {}
             }
             provided.insert(id);
@@ -70,14 +74,20 @@ impl SliceTracker {
     pub fn update(&mut self, slice: &EndpointSlice) {
         if let Some(key) = key_of(slice) {
             let g = slice.metadata.generation.unwrap_or(0);
-            self.by_service.entry(key).or_default().insert(uid(slice), Tracked::Generation(g));
+            self.by_service
+                .entry(key)
+                .or_default()
+                .insert(uid(slice), Tracked::Generation(g));
         }
     }
 
     /// Records a slice we deleted.
     pub fn expect_deletion(&mut self, slice: &EndpointSlice) {
         if let Some(key) = key_of(slice) {
-            self.by_service.entry(key).or_default().insert(uid(slice), Tracked::DeletionExpected);
+            self.by_service
+                .entry(key)
+                .or_default()
+                .insert(uid(slice), Tracked::DeletionExpected);
         }
     }
 
@@ -130,7 +140,10 @@ mod tests {
         assert!(t.stale_slices(&key, &[]), "missing slice");
         assert!(!t.stale_slices(&key, &[&slice("a", 2)]));
         t.expect_deletion(&slice("a", 2));
-        assert!(t.stale_slices(&key, &[&slice("a", 2)]), "deleted slice still cached");
+        assert!(
+            t.stale_slices(&key, &[&slice("a", 2)]),
+            "deleted slice still cached"
+        );
         assert!(!t.stale_slices(&key, &[]));
     }
 

@@ -28,7 +28,10 @@ pub enum AllocationError {
 /// Allocations for `endpoints` ready endpoints over zones with the given CPU ratios.
 /// desired = ratio × endpoints; minimum = ⌈desired / 1.2⌉; maximum = minimum + endpoints −
 /// Σ minimum.
-pub fn allocate(ratios: &BTreeMap<String, f64>, endpoints: usize) -> Result<BTreeMap<String, Allocation>, AllocationError> {
+pub fn allocate(
+    ratios: &BTreeMap<String, f64>,
+    endpoints: usize,
+) -> Result<BTreeMap<String, Allocation>, AllocationError> {
     if ratios.len() > endpoints {
         return Err(AllocationError::TooFewEndpoints);
     }
@@ -44,7 +47,11 @@ pub fn allocate(ratios: &BTreeMap<String, f64>, endpoints: usize) -> Result<BTre
         }
         allocations.insert(
             zone.clone(),
-            Allocation { minimum, maximum: 0, desired: desired.max(minimum as f64) },
+            Allocation {
+                minimum,
+                maximum: 0,
+                desired: desired.max(minimum as f64),
+            },
         );
     }
     for allocation in allocations.values_mut() {

@@ -78,7 +78,10 @@ impl TopologyCache {
 
     /// Records the hints given to a Service for an address type.
     pub fn set_hints(&mut self, key: &ServiceKey, address_type: AddressType, counts: ZoneCounts) {
-        self.endpoints_by_service.entry(key.clone()).or_default().insert(address_type, counts);
+        self.endpoints_by_service
+            .entry(key.clone())
+            .or_default()
+            .insert(address_type, counts);
         self.hints_populated.insert(key.clone());
     }
 
@@ -153,7 +156,11 @@ mod tests {
     #[test]
     fn a_node_without_zone_disables_hints_cluster_wide() {
         let mut cache = TopologyCache::default();
-        cache.set_nodes(&[node("a", "za", 2000), node("b", "zb", 2000), node("c", "", 2000)]);
+        cache.set_nodes(&[
+            node("a", "za", 2000),
+            node("b", "zb", 2000),
+            node("c", "", 2000),
+        ]);
         assert_eq!(cache.cpu_ratios(), None);
     }
 
@@ -171,7 +178,11 @@ mod tests {
         let key = ServiceKey::new("ns", "s");
         cache.set_hints(&key, AddressType::IPv4, [("za".to_owned(), 4)].into());
         assert_eq!(cache.overloaded_services(), vec![key.clone()]);
-        cache.set_hints(&key, AddressType::IPv4, [("za".to_owned(), 2), ("zb".to_owned(), 2)].into());
+        cache.set_hints(
+            &key,
+            AddressType::IPv4,
+            [("za".to_owned(), 2), ("zb".to_owned(), 2)].into(),
+        );
         assert!(cache.overloaded_services().is_empty());
         cache.remove_hints(&key, AddressType::IPv4);
         assert!(!cache.has_populated_hints(&key));

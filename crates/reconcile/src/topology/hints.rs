@@ -14,14 +14,24 @@ const DISABLED: &str = "TopologyAwareHintsDisabled";
 const ENABLED: &str = "TopologyAwareHintsEnabled";
 
 fn zone_hint(zone: &str) -> Option<EndpointHints> {
-    Some(EndpointHints { for_zones: Some(vec![ForZone { name: zone.to_owned() }]), for_nodes: None })
+    Some(EndpointHints {
+        for_zones: Some(vec![ForZone {
+            name: zone.to_owned(),
+        }]),
+        for_nodes: None,
+    })
 }
 
 impl TopologyCache {
     /// Sets zone hints on the slices of one address type of a Service, and returns the events
     /// to record. When hints cannot be given, they are removed everywhere instead (and the
     /// event says why).
-    pub fn add_hints(&mut self, key: &ServiceKey, address_type: AddressType, sets: &mut SliceSets) -> Vec<PlannedEvent> {
+    pub fn add_hints(
+        &mut self,
+        key: &ServiceKey,
+        address_type: AddressType,
+        sets: &mut SliceSets,
+    ) -> Vec<PlannedEvent> {
         let ready: usize = sets
             .create
             .iter()
@@ -78,7 +88,12 @@ impl TopologyCache {
             *entry = (*entry as i64 + diff).max(0) as usize;
         }
         if hinted.is_empty() {
-            return self.give_up(key, address_type, sets, messages::NO_ALLOCATED_HINTS_FOR_ZONES);
+            return self.give_up(
+                key,
+                address_type,
+                sets,
+                messages::NO_ALLOCATED_HINTS_FOR_ZONES,
+            );
         }
 
         let was_enabled = self.has_populated_hints(key);
@@ -86,7 +101,10 @@ impl TopologyCache {
         if was_enabled {
             Vec::new()
         } else {
-            vec![PlannedEvent::normal(ENABLED, with_address_type(messages::ENABLED, address_type))]
+            vec![PlannedEvent::normal(
+                ENABLED,
+                with_address_type(messages::ENABLED, address_type),
+            )]
         }
     }
 
@@ -100,26 +118,45 @@ impl TopologyCache {
         allocate(ratios, ready).map_err(|e| {
             let what = match e {
                 AllocationError::TooFewEndpoints => messages::INSUFFICIENT_NUMBER_OF_ENDPOINTS,
-                AllocationError::MinimumsExceedEndpoints => messages::MIN_ALLOCATION_EXCEEDS_OVERLOAD_THRESHOLD,
+                AllocationError::MinimumsExceedEndpoints => {
+                    messages::MIN_ALLOCATION_EXCEEDS_OVERLOAD_THRESHOLD
+                }
             };
             format!("{what} ({ready} endpoints, {} zones)", ratios.len())
         })
     }
 
-    fn give_up(&mut self, key: &ServiceKey, address_type: AddressType, sets: &mut SliceSets, message: &str) -> Vec<PlannedEvent> {
+    fn give_up(
+        &mut self,
+        key: &ServiceKey,
+        address_type: AddressType,
+        sets: &mut SliceSets,
+        message: &str,
+    ) -> Vec<PlannedEvent> {
         self.remove_hints(key, address_type);
         sets.remove_hints();
-        vec![PlannedEvent::warning(DISABLED, with_address_type(message, address_type))]
+        vec![PlannedEvent::warning(
+            DISABLED,
+            with_address_type(message, address_type),
+        )]
     }
 }
 
 /// The hints of an unchanged slice counted per zone, or `None` when the slice must be
 /// rewritten: a ready endpoint without a zone hint, a hint for a zone not in the allocations,
 /// or more hints for a zone than its maximum allows.
-fn hints_by_zone(slice: &EndpointSlice, already: &ZoneCounts, allocations: &BTreeMap<String, Allocation>) -> Option<ZoneCounts> {
+fn hints_by_zone(
+    slice: &EndpointSlice,
+    already: &ZoneCounts,
+    allocations: &BTreeMap<String, Allocation>,
+) -> Option<ZoneCounts> {
     let mut counts = ZoneCounts::new();
     for endpoint in slice.endpoints.iter().filter(|e| endpoint_ready(e)) {
-        let zones = endpoint.hints.as_ref().and_then(|h| h.for_zones.as_ref()).filter(|z| !z.is_empty())?;
+        let zones = endpoint
+            .hints
+            .as_ref()
+            .and_then(|h| h.for_zones.as_ref())
+            .filter(|z| !z.is_empty())?;
         for zone in zones {
             if !allocations.contains_key(&zone.name) {
                 return None;
@@ -139,7 +176,10 @@ fn hints_by_zone(slice: &EndpointSlice, already: &ZoneCounts, allocations: &BTre
 /// How many endpoints each zone gives and receives. The zone with the largest surplus gives
 /// one to the zone with the largest deficit until both are under one, or either is under a
 /// half.
-fn giving_and_receiving(allocations: &BTreeMap<String, Allocation>, hinted: &ZoneCounts) -> (BTreeMap<String, usize>, BTreeMap<String, usize>) {
+fn giving_and_receiving(
+    allocations: &BTreeMap<String, Allocation>,
+    hinted: &ZoneCounts,
+) -> (BTreeMap<String, usize>, BTreeMap<String, usize>) {
     let mut surplus: BTreeMap<String, f64> = BTreeMap::new();
     let mut deficit: BTreeMap<String, f64> = BTreeMap::new();
     for (zone, allocation) in allocations {
@@ -161,7 +201,8 @@ fn giving_and_receiving(allocations: &BTreeMap<String, Allocation>, hinted: &Zon
     };
     let mut giving = BTreeMap::new();
     let mut receiving = BTreeMap::new();
-    while let (Some((give_zone, give)), Some((take_zone, take))) = (most(&surplus), most(&deficit)) {
+    while let (Some((give_zone, give)), Some((take_zone, take))) = (most(&surplus), most(&deficit))
+    {
         if (give < 1.0 && take < 1.0) || give < 0.5 || take < 0.5 {
             break;
         }
@@ -174,7 +215,11 @@ fn giving_and_receiving(allocations: &BTreeMap<String, Allocation>, hinted: &Zon
 }
 
 /// Re-hints endpoints of giving zones to receiving zones; returns the change per zone.
-fn redistribute(sets: &mut SliceSets, giving: &mut BTreeMap<String, usize>, receiving: &mut BTreeMap<String, usize>) -> BTreeMap<String, i64> {
+fn redistribute(
+    sets: &mut SliceSets,
+    giving: &mut BTreeMap<String, usize>,
+    receiving: &mut BTreeMap<String, usize>,
+) -> BTreeMap<String, i64> {
     let mut changes: BTreeMap<String, i64> = BTreeMap::new();
     for endpoint in sets.writable_endpoints_mut() {
         if !endpoint_ready(endpoint) {
@@ -183,11 +228,17 @@ fn redistribute(sets: &mut SliceSets, giving: &mut BTreeMap<String, usize>, rece
         if giving.is_empty() || receiving.is_empty() {
             break;
         }
-        let Some(zone) = endpoint.zone.clone().filter(|z| !z.is_empty()) else { continue };
+        let Some(zone) = endpoint.zone.clone().filter(|z| !z.is_empty()) else {
+            continue;
+        };
         if giving.get(&zone).copied().unwrap_or(0) == 0 {
             continue;
         }
-        let Some(target) = receiving.iter().find(|(_, &n)| n > 0).map(|(z, _)| z.clone()) else {
+        let Some(target) = receiving
+            .iter()
+            .find(|(_, &n)| n > 0)
+            .map(|(z, _)| z.clone())
+        else {
             continue;
         };
         endpoint.hints = zone_hint(&target);

@@ -48,7 +48,10 @@ pub mod messages {
         "Unable to allocate minimum required endpoints to each zone without exceeding overload threshold";
 
     /// Appends the address type, as every topology event message does.
-    pub fn with_address_type(message: &str, address_type: crate::address_family::AddressType) -> String {
+    pub fn with_address_type(
+        message: &str,
+        address_type: crate::address_family::AddressType,
+    ) -> String {
         format!("{message}, addressType: {address_type}")
     }
 }
@@ -65,7 +68,8 @@ mod tests {
         ]
         .into();
         assert!(!hints_enabled(&both));
-        let lower: BTreeMap<String, String> = [(TOPOLOGY_MODE.to_owned(), "auto".to_owned())].into();
+        let lower: BTreeMap<String, String> =
+            [(TOPOLOGY_MODE.to_owned(), "auto".to_owned())].into();
         assert!(hints_enabled(&lower));
         assert!(!hints_enabled(&BTreeMap::new()));
     }

@@ -3,7 +3,12 @@ use crate::testing::{pod, service, service_port, ts};
 
 fn plan(svc: &ServiceInfo, pods: &[PodInfo], current: Option<&Endpoints>) -> EndpointsPlan {
     let pods: Vec<&PodInfo> = pods.iter().collect();
-    plan_endpoints(&EndpointsInput { service: svc, pods: &pods, current, trigger_time: Some(ts("2026-01-01T00:00:00Z")) })
+    plan_endpoints(&EndpointsInput {
+        service: svc,
+        pods: &pods,
+        current,
+        trigger_time: Some(ts("2026-01-01T00:00:00Z")),
+    })
 }
 
 fn object(p: &EndpointsPlan) -> Endpoints {
@@ -14,12 +19,17 @@ fn object(p: &EndpointsPlan) -> Endpoints {
 }
 
 fn web() -> ServiceInfo {
-    service("web").port(service_port("http", 80).target(8080)).build()
+    service("web")
+        .port(service_port("http", 80).target(8080))
+        .build()
 }
 
 #[test]
 fn ready_and_not_ready_pods_are_split() {
-    let pods = vec![pod("a").ip("10.0.0.1").ready(true).build(), pod("b").ip("10.0.0.2").build()];
+    let pods = vec![
+        pod("a").ip("10.0.0.1").ready(true).build(),
+        pod("b").ip("10.0.0.2").build(),
+    ];
     let e = object(&plan(&web(), &pods, None));
     let s = &e.subsets.unwrap()[0];
     assert_eq!(s.addresses.as_ref().unwrap()[0].ip, "10.0.0.1");
@@ -29,8 +39,16 @@ fn ready_and_not_ready_pods_are_split() {
 
 #[test]
 fn addresses_carry_node_target_ref_and_hostname() {
-    let svc = service("web").cluster_ip("None").port(service_port("http", 80)).build();
-    let pods = vec![pod("a").ip("10.0.0.1").ready(true).node("n1").hostname("a", "web").build()];
+    let svc = service("web")
+        .cluster_ip("None")
+        .port(service_port("http", 80))
+        .build();
+    let pods = vec![pod("a")
+        .ip("10.0.0.1")
+        .ready(true)
+        .node("n1")
+        .hostname("a", "web")
+        .build()];
     let e = object(&plan(&svc, &pods, None));
     let a = &e.subsets.unwrap()[0].addresses.clone().unwrap()[0];
     assert_eq!(a.node_name.as_deref(), Some("n1"));
@@ -42,7 +60,10 @@ fn addresses_carry_node_target_ref_and_hostname() {
 fn terminating_pods_are_left_out_unless_published() {
     let pods = vec![pod("a").ip("10.0.0.1").ready(true).deleting().build()];
     assert_eq!(object(&plan(&web(), &pods, None)).subsets, None);
-    let published = service("web").port(service_port("http", 80)).publish_not_ready().build();
+    let published = service("web")
+        .port(service_port("http", 80))
+        .publish_not_ready()
+        .build();
     let e = object(&plan(&published, &pods, None));
     assert_eq!(e.subsets.unwrap()[0].addresses.as_ref().unwrap().len(), 1);
 }
@@ -55,21 +76,38 @@ fn failed_and_succeeded_pods_are_left_out() {
 
 #[test]
 fn pods_in_other_namespaces_are_the_callers_business_but_hostname_needs_same_namespace() {
-    let svc = service("web").cluster_ip("None").port(service_port("http", 80)).build();
-    let pods = vec![pod("a").ns("other").ip("10.0.0.1").ready(true).hostname("a", "web").build()];
+    let svc = service("web")
+        .cluster_ip("None")
+        .port(service_port("http", 80))
+        .build();
+    let pods = vec![pod("a")
+        .ns("other")
+        .ip("10.0.0.1")
+        .ready(true)
+        .hostname("a", "web")
+        .build()];
     let e = object(&plan(&svc, &pods, None));
-    assert_eq!(e.subsets.unwrap()[0].addresses.clone().unwrap()[0].hostname, None);
+    assert_eq!(
+        e.subsets.unwrap()[0].addresses.clone().unwrap()[0].hostname,
+        None
+    );
 }
 
 #[test]
 fn headless_service_with_empty_ports_and_without_ports_is_one_port_less_subset() {
     let svc = service("db").cluster_ip("None").build();
-    let pods = vec![pod("a").ip("10.0.0.1").ready(true).build(), pod("b").ip("10.0.0.2").build()];
+    let pods = vec![
+        pod("a").ip("10.0.0.1").ready(true).build(),
+        pod("b").ip("10.0.0.2").build(),
+    ];
     let e = object(&plan(&svc, &pods, None));
     let subsets = e.subsets.unwrap();
     assert_eq!(subsets.len(), 1);
     assert_eq!(subsets[0].ports, None);
-    assert_eq!(e.metadata.labels.unwrap()["service.kubernetes.io/headless"], "");
+    assert_eq!(
+        e.metadata.labels.unwrap()["service.kubernetes.io/headless"],
+        ""
+    );
 }
 
 #[test]
@@ -81,8 +119,15 @@ fn non_headless_service_without_ports_publishes_nothing() {
 
 #[test]
 fn ipv6_and_dual_stack_pods_publish_the_primary_family() {
-    let svc = service("web").families(&["IPv6", "IPv4"]).cluster_ip("fd00::10").port(service_port("http", 80)).build();
-    let pods = vec![pod("a").ip("10.0.0.1").ip("fd00::1").ready(true).build(), pod("b").ip("10.0.0.2").ready(true).build()];
+    let svc = service("web")
+        .families(&["IPv6", "IPv4"])
+        .cluster_ip("fd00::10")
+        .port(service_port("http", 80))
+        .build();
+    let pods = vec![
+        pod("a").ip("10.0.0.1").ip("fd00::1").ready(true).build(),
+        pod("b").ip("10.0.0.2").ready(true).build(),
+    ];
     let e = object(&plan(&svc, &pods, None));
     let addrs = e.subsets.unwrap()[0].addresses.clone().unwrap();
     assert_eq!(addrs.len(), 1);
@@ -91,17 +136,26 @@ fn ipv6_and_dual_stack_pods_publish_the_primary_family() {
 
 #[test]
 fn labels_are_service_labels_plus_managed_by() {
-    let svc = service("web").label("team", "x").port(service_port("http", 80)).build();
+    let svc = service("web")
+        .label("team", "x")
+        .port(service_port("http", 80))
+        .build();
     let e = object(&plan(&svc, &[], None));
     let labels = e.metadata.labels.unwrap();
     assert_eq!(labels["team"], "x");
-    assert_eq!(labels["endpoints.kubernetes.io/managed-by"], "endpoint-controller");
+    assert_eq!(
+        labels["endpoints.kubernetes.io/managed-by"],
+        "endpoint-controller"
+    );
 }
 
 #[test]
 fn trigger_time_annotation_is_set_on_write() {
     let e = object(&plan(&web(), &[], None));
-    assert_eq!(e.metadata.annotations.unwrap()[ANNOTATION], "2026-01-01T00:00:00Z");
+    assert_eq!(
+        e.metadata.annotations.unwrap()[ANNOTATION],
+        "2026-01-01T00:00:00Z"
+    );
 }
 
 #[test]
@@ -110,8 +164,18 @@ fn no_write_when_subsets_and_labels_already_match() {
     let mut existing = object(&plan(&web(), &pods, None));
     existing.metadata.resource_version = Some("7".into());
     // A pod resourceVersion in a targetRef does not count as a difference.
-    existing.subsets.as_mut().unwrap()[0].addresses.as_mut().unwrap()[0].target_ref.as_mut().unwrap().resource_version = Some("99".into());
-    assert_eq!(plan(&web(), &pods, Some(&existing)).action, EndpointsAction::Unchanged);
+    existing.subsets.as_mut().unwrap()[0]
+        .addresses
+        .as_mut()
+        .unwrap()[0]
+        .target_ref
+        .as_mut()
+        .unwrap()
+        .resource_version = Some("99".into());
+    assert_eq!(
+        plan(&web(), &pods, Some(&existing)).action,
+        EndpointsAction::Unchanged
+    );
 }
 
 #[test]
@@ -127,31 +191,62 @@ fn changes_update_the_existing_object_keeping_its_resource_version() {
 
 #[test]
 fn over_capacity_is_truncated_and_annotated_then_cleared() {
-    let pods: Vec<PodInfo> = (0..1100).map(|i| pod(&format!("p{i}")).ip(&format!("10.1.{}.{}", i / 250, i % 250)).ready(i % 2 == 0).build()).collect();
+    let pods: Vec<PodInfo> = (0..1100)
+        .map(|i| {
+            pod(&format!("p{i}"))
+                .ip(&format!("10.1.{}.{}", i / 250, i % 250))
+                .ready(i % 2 == 0)
+                .build()
+        })
+        .collect();
     let e = object(&plan(&web(), &pods, None));
-    assert_eq!(e.metadata.annotations.as_ref().unwrap()[OVER_CAPACITY], "truncated");
+    assert_eq!(
+        e.metadata.annotations.as_ref().unwrap()[OVER_CAPACITY],
+        "truncated"
+    );
     let s = &e.subsets.as_ref().unwrap()[0];
     assert_eq!(s.addresses.as_ref().unwrap().len(), 550);
     assert_eq!(s.not_ready_addresses.as_ref().unwrap().len(), 450);
     let mut existing = e.clone();
     existing.metadata.resource_version = Some("3".into());
     let fewer = object(&plan(&web(), &pods[..10], Some(&existing)));
-    assert!(!fewer.metadata.annotations.unwrap().contains_key(OVER_CAPACITY));
+    assert!(!fewer
+        .metadata
+        .annotations
+        .unwrap()
+        .contains_key(OVER_CAPACITY));
 }
 
 #[test]
 fn truncation_over_several_subsets_uses_proportional_shares() {
     // Two port groups (8080 and 8081 pods), all not ready: 700 + 400 not-ready addresses.
-    let svc = service("web").port(service_port("http", 80).named("http")).build();
+    let svc = service("web")
+        .port(service_port("http", 80).named("http"))
+        .build();
     let mut pods = Vec::new();
     for i in 0..700 {
-        pods.push(pod(&format!("a{i}")).ip(&format!("10.1.{}.{}", i / 250, i % 250)).port("http", "TCP", 8080).build());
+        pods.push(
+            pod(&format!("a{i}"))
+                .ip(&format!("10.1.{}.{}", i / 250, i % 250))
+                .port("http", "TCP", 8080)
+                .build(),
+        );
     }
     for i in 0..400 {
-        pods.push(pod(&format!("b{i}")).ip(&format!("10.2.{}.{}", i / 250, i % 250)).port("http", "TCP", 8081).build());
+        pods.push(
+            pod(&format!("b{i}"))
+                .ip(&format!("10.2.{}.{}", i / 250, i % 250))
+                .port("http", "TCP", 8081)
+                .build(),
+        );
     }
     let e = object(&plan(&svc, &pods, None));
-    let mut counts: Vec<usize> = e.subsets.unwrap().iter().map(|s| s.not_ready_addresses.as_ref().map_or(0, Vec::len)).collect();
+    let mut counts: Vec<usize> = e
+        .subsets
+        .unwrap()
+        .iter()
+        .map(|s| s.not_ready_addresses.as_ref().map_or(0, Vec::len))
+        .collect();
     counts.sort();
     // ceil(700/1100*1000)=637 and ceil(400/1100*1000)=364, capped at what is left.
     assert_eq!(counts.iter().sum::<usize>(), 1000);

@@ -4,17 +4,29 @@ use k8s_openapi::api::core::v1::ObjectReference;
 fn addr(ip: &str, uid: &str) -> EndpointAddress {
     EndpointAddress {
         ip: ip.into(),
-        target_ref: Some(ObjectReference { uid: Some(uid.into()), ..Default::default() }),
+        target_ref: Some(ObjectReference {
+            uid: Some(uid.into()),
+            ..Default::default()
+        }),
         ..Default::default()
     }
 }
 
 fn port(name: &str, n: i32) -> Option<PortSpec> {
-    Some(PortSpec { name: name.into(), port: n, protocol: "TCP".into(), app_protocol: None })
+    Some(PortSpec {
+        name: name.into(),
+        port: n,
+        protocol: "TCP".into(),
+        app_protocol: None,
+    })
 }
 
 fn item(ip: &str, uid: &str, p: Option<PortSpec>, ready: bool) -> AddressOnPort {
-    AddressOnPort { address: addr(ip, uid), port: p, ready }
+    AddressOnPort {
+        address: addr(ip, uid),
+        port: p,
+        ready,
+    }
 }
 
 fn ips(list: &Option<Vec<EndpointAddress>>) -> Vec<String> {
@@ -31,7 +43,12 @@ fn ports_with_identical_addresses_merge_into_one_subset() {
     ]);
     assert_eq!(subsets.len(), 1);
     assert_eq!(ips(&subsets[0].addresses), vec!["10.0.0.1", "10.0.0.2"]);
-    let names: Vec<_> = subsets[0].ports.iter().flatten().map(|p| p.name.clone().unwrap()).collect();
+    let names: Vec<_> = subsets[0]
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| p.name.clone().unwrap())
+        .collect();
     // MD5 of upstream's debug dump puts metrics:90 (4c9d…) before http:80 (a0af…).
     assert_eq!(names, vec!["metrics", "http"]);
 }
@@ -79,7 +96,10 @@ fn addresses_sort_by_ip_bytes_not_numerically() {
 
 #[test]
 fn port_less_addresses_form_one_subset_without_ports() {
-    let subsets = repack(vec![item("10.0.0.2", "b", None, true), item("10.0.0.1", "a", None, false)]);
+    let subsets = repack(vec![
+        item("10.0.0.2", "b", None, true),
+        item("10.0.0.1", "a", None, false),
+    ]);
     assert_eq!(subsets.len(), 1);
     assert_eq!(subsets[0].ports, None);
     assert_eq!(ips(&subsets[0].addresses), vec!["10.0.0.2"]);

@@ -9,17 +9,25 @@ struct World {
 
 impl World {
     fn new() -> Self {
-        let nodes: BTreeMap<String, NodeInfo> =
-            [node("node-a", "za", 4000), node("node-b", "zb", 4000), node("node-c", "zc", 4000)]
-                .into_iter()
-                .map(|n| (n.name.clone(), n))
-                .collect();
+        let nodes: BTreeMap<String, NodeInfo> = [
+            node("node-a", "za", 4000),
+            node("node-b", "zb", 4000),
+            node("node-c", "zc", 4000),
+        ]
+        .into_iter()
+        .map(|n| (n.name.clone(), n))
+        .collect();
         let mut topology = TopologyCache::default();
         topology.set_nodes(nodes.values());
         Self { nodes, topology }
     }
 
-    fn plan(&mut self, svc: &ServiceInfo, pods: &[PodInfo], existing: &[Arc<EndpointSlice>]) -> SlicePlan {
+    fn plan(
+        &mut self,
+        svc: &ServiceInfo,
+        pods: &[PodInfo],
+        existing: &[Arc<EndpointSlice>],
+    ) -> SlicePlan {
         let pods: Vec<&PodInfo> = pods.iter().collect();
         let input = SliceInput {
             service: svc,
@@ -35,14 +43,21 @@ impl World {
 
 fn pods(n: usize) -> Vec<PodInfo> {
     (0..n)
-        .map(|i| pod(&format!("p{i:04}")).ip(&format!("10.1.{}.{}", i / 200, i % 200)).ready(true).build())
+        .map(|i| {
+            pod(&format!("p{i:04}"))
+                .ip(&format!("10.1.{}.{}", i / 200, i % 200))
+                .ready(true)
+                .build()
+        })
         .collect()
 }
 
 /// Applies a plan's writes to a list of existing slices, naming creates `s-N`.
 fn apply(existing: &[Arc<EndpointSlice>], plan: &SlicePlan) -> Vec<Arc<EndpointSlice>> {
-    let mut by_name: BTreeMap<String, Arc<EndpointSlice>> =
-        existing.iter().map(|s| (s.metadata.name.clone().unwrap(), Arc::clone(s))).collect();
+    let mut by_name: BTreeMap<String, Arc<EndpointSlice>> = existing
+        .iter()
+        .map(|s| (s.metadata.name.clone().unwrap(), Arc::clone(s)))
+        .collect();
     let mut n = by_name.len();
     for batch in &plan.batches {
         for s in &batch.create {
@@ -86,7 +101,9 @@ fn existing_placeholder_is_kept_not_recreated() {
 #[test]
 fn a_second_sync_of_the_same_state_writes_nothing() {
     let mut w = World::new();
-    let svc = service("s").port(service_port("http", 80).target(8080)).build();
+    let svc = service("s")
+        .port(service_port("http", 80).target(8080))
+        .build();
     let pods = pods(250);
     let first = w.plan(&svc, &pods, &[]);
     assert_eq!(first.write_count(), 3);
@@ -100,9 +117,16 @@ fn dual_stack_service_gets_a_slice_per_family() {
     let svc = service("s").families(&["IPv4", "IPv6"]).build();
     let p = vec![pod("a").ip("10.0.0.1").ip("fd00::1").ready(true).build()];
     let plan = w.plan(&svc, &p, &[]);
-    let types: Vec<_> = plan.batches.iter().map(|b| b.create[0].address_type.clone()).collect();
+    let types: Vec<_> = plan
+        .batches
+        .iter()
+        .map(|b| b.create[0].address_type.clone())
+        .collect();
     assert_eq!(types, vec!["IPv4", "IPv6"]);
-    assert_eq!(plan.batches[1].create[0].endpoints[0].addresses, vec!["fd00::1"]);
+    assert_eq!(
+        plan.batches[1].create[0].endpoints[0].addresses,
+        vec!["fd00::1"]
+    );
 }
 
 #[test]
@@ -129,14 +153,20 @@ fn slices_not_owned_by_the_service_are_replaced() {
     let plan = w.plan(&recreated, &pods, &state);
     let batch = &plan.batches[0];
     // The old owner's slice is not recycled: a new slice is created and the old one deleted.
-    assert_eq!((batch.create.len(), batch.update.len(), batch.delete.len()), (1, 0, 1));
+    assert_eq!(
+        (batch.create.len(), batch.update.len(), batch.delete.len()),
+        (1, 0, 1)
+    );
 }
 
 #[test]
 fn pods_on_unknown_nodes_are_skipped_and_fail_the_sync() {
     let mut w = World::new();
     let svc = service("s").build();
-    let p = vec![pod("a").ip("10.0.0.1").node("ghost").build(), pod("b").ip("10.0.0.2").build()];
+    let p = vec![
+        pod("a").ip("10.0.0.1").node("ghost").build(),
+        pod("b").ip("10.0.0.2").build(),
+    ];
     let plan = w.plan(&svc, &p, &[]);
     assert_eq!(plan.errors.len(), 1);
     assert_eq!(plan.batches[0].create[0].endpoints.len(), 1);
@@ -166,33 +196,55 @@ fn removing_pods_reuses_slices_by_update_not_delete_and_create() {
 #[test]
 fn topology_annotation_adds_zone_hints_and_an_event() {
     let mut w = World::new();
-    let svc = service("s").annotation("service.kubernetes.io/topology-mode", "Auto").build();
+    let svc = service("s")
+        .annotation("service.kubernetes.io/topology-mode", "Auto")
+        .build();
     let p: Vec<PodInfo> = ["node-a", "node-b", "node-c"]
         .iter()
         .enumerate()
-        .map(|(i, n)| pod(&format!("p{i}")).ip(&format!("10.0.0.{i}")).node(n).ready(true).build())
+        .map(|(i, n)| {
+            pod(&format!("p{i}"))
+                .ip(&format!("10.0.0.{i}"))
+                .node(n)
+                .ready(true)
+                .build()
+        })
         .collect();
     let plan = w.plan(&svc, &p, &[]);
     assert_eq!(plan.events[0].reason, "TopologyAwareHintsEnabled");
-    assert!(plan.batches[0].create[0].endpoints.iter().all(|e| e.hints.is_some()));
+    assert!(plan.batches[0].create[0]
+        .endpoints
+        .iter()
+        .all(|e| e.hints.is_some()));
     assert_eq!(plan.topology_label, "Auto");
 }
 
 #[test]
 fn hints_are_removed_when_the_annotation_goes_away() {
     let mut w = World::new();
-    let svc = service("s").annotation("service.kubernetes.io/topology-mode", "Auto").build();
+    let svc = service("s")
+        .annotation("service.kubernetes.io/topology-mode", "Auto")
+        .build();
     let p: Vec<PodInfo> = ["node-a", "node-b", "node-c"]
         .iter()
         .enumerate()
-        .map(|(i, n)| pod(&format!("p{i}")).ip(&format!("10.0.0.{i}")).node(n).ready(true).build())
+        .map(|(i, n)| {
+            pod(&format!("p{i}"))
+                .ip(&format!("10.0.0.{i}"))
+                .node(n)
+                .ready(true)
+                .build()
+        })
         .collect();
     let state = apply(&[], &w.plan(&svc, &p, &[]));
     let plain = service("s").build();
     let plan = w.plan(&plain, &p, &state);
     assert_eq!(plan.events[0].reason, "TopologyAwareHintsDisabled");
     assert_eq!(plan.batches[0].update.len(), 1);
-    assert!(plan.batches[0].update[0].endpoints.iter().all(|e| e.hints.is_none()));
+    assert!(plan.batches[0].update[0]
+        .endpoints
+        .iter()
+        .all(|e| e.hints.is_none()));
 }
 
 #[test]
@@ -216,7 +268,10 @@ fn traffic_distribution_prefer_same_node_sets_node_and_zone_hints() {
     let svc = service("s").traffic_distribution("PreferSameNode").build();
     let p = vec![pod("a").ip("10.0.0.1").ready(true).build()];
     let plan = w.plan(&svc, &p, &[]);
-    let hints = plan.batches[0].create[0].endpoints[0].hints.clone().unwrap();
+    let hints = plan.batches[0].create[0].endpoints[0]
+        .hints
+        .clone()
+        .unwrap();
     assert_eq!(hints.for_zones.unwrap()[0].name, "za");
     assert_eq!(hints.for_nodes.unwrap()[0].name, "node-a");
 }
@@ -225,8 +280,15 @@ fn traffic_distribution_prefer_same_node_sets_node_and_zone_hints() {
 fn trigger_time_annotation_is_written_on_changed_slices() {
     let mut w = World::new();
     let plan = w.plan(&service("s").build(), &pods(1), &[]);
-    let annotations = plan.batches[0].create[0].metadata.annotations.clone().unwrap();
-    assert_eq!(annotations["endpoints.kubernetes.io/last-change-trigger-time"], "2026-01-01T00:00:00Z");
+    let annotations = plan.batches[0].create[0]
+        .metadata
+        .annotations
+        .clone()
+        .unwrap();
+    assert_eq!(
+        annotations["endpoints.kubernetes.io/last-change-trigger-time"],
+        "2026-01-01T00:00:00Z"
+    );
 }
 
 #[test]
@@ -237,7 +299,10 @@ fn headless_service_without_ports_publishes_port_less_endpoints() {
     let slice = &plan.batches[0].create[0];
     assert_eq!(slice.ports, None);
     assert_eq!(slice.endpoints.len(), 2);
-    assert_eq!(slice.metadata.labels.as_ref().unwrap()["service.kubernetes.io/headless"], "");
+    assert_eq!(
+        slice.metadata.labels.as_ref().unwrap()["service.kubernetes.io/headless"],
+        ""
+    );
 }
 
 #[test]
@@ -255,5 +320,8 @@ fn metrics_figures_count_endpoints_and_slices() {
 fn failure_event_names_the_service() {
     let e = failure_event("ns", "s", &["boom".into()]);
     assert_eq!(e.reason, "FailedToUpdateEndpointSlices");
-    assert_eq!(e.message, "Error updating Endpoint Slices for Service ns/s: boom");
+    assert_eq!(
+        e.message,
+        "Error updating Endpoint Slices for Service ns/s: boom"
+    );
 }

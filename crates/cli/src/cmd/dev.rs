@@ -1,0 +1,147 @@
+//! `kube-endpoints dev`: the embedded API server with both controllers running against it.
+
+use crate::args::ControllerFlags;
+use crate::cmd::run::cancel_on_signals;
+use anyhow::{Context, Result};
+use clap::Args;
+use controller::health::{self, Readiness};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use tokio_util::sync::CancellationToken;
+
+/// Start the embedded API server, load manifests into it, and run the controllers against it
+/// over HTTP, as they would run against a cluster. Prints how to use kubectl with it. Runs
+/// until interrupted (or, with --exit-when-synced, until the controllers are idle).
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Manifests to load (files or directories; repeatable).
+    #[arg(short = 'f', long = "filename")]
+    pub files: Vec<PathBuf>,
+    /// Address of the embedded API server.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Where to write the kubeconfig (default: kube-endpoints-dev.kubeconfig in the temp dir).
+    #[arg(long)]
+    pub write_kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub controllers: ControllerFlags,
+    /// Stop once the controllers have synced everything and gone quiet, printing the
+    /// EndpointSlices and Endpoints they wrote (a one-shot demo; also handy in scripts).
+    #[arg(long)]
+    pub exit_when_synced: bool,
+}
+
+/// Runs the command.
+pub async fn run(args: DevArgs) -> Result<()> {
+    let kubeconfig = args
+        .write_kubeconfig
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("kube-endpoints-dev.kubeconfig"));
+    let handle = crate::cmd::apiserver::start(args.listen, &args.files, Some(&kubeconfig)).await?;
+    let (endpoints, endpoint_slices) = args.controllers.enabled()?;
+    let mut flags = args.controllers.clone();
+    if args.exit_when_synced && flags.port == 10252 {
+        flags.port = 0;
+    }
+    let settings = flags.settings(Some(kubeconfig.clone()))?;
+    settings.validate()?;
+    let client = controller::client::build_client(&settings.client)
+        .await
+        .context("connecting to the embedded API server")?;
+    let options = controller::Options {
+        settings: settings.clone(),
+        endpoints,
+        endpoint_slices,
+    };
+    let shutdown = CancellationToken::new();
+    cancel_on_signals(shutdown.clone());
+    let registry = prometheus::Registry::new();
+    let readiness = Readiness::new();
+    let listener = health::bind(&settings.serving)
+        .await
+        .with_context(|| format!("binding --port {}", settings.serving.port))?;
+    let metrics_addr = listener.local_addr()?;
+    let server = tokio::spawn(health::serve(
+        listener,
+        registry.clone(),
+        readiness.clone(),
+        {
+            let t = shutdown.clone();
+            async move { t.cancelled().await }
+        },
+    ));
+    eprintln!("controllers running (metrics on http://{metrics_addr}/metrics)");
+    eprintln!(
+        "use it with: kubectl --kubeconfig {} get endpointslices,endpoints -A",
+        kubeconfig.display()
+    );
+    let controllers = {
+        let (client, options, registry, readiness, token) = (
+            client.clone(),
+            options.clone(),
+            registry.clone(),
+            readiness.clone(),
+            shutdown.clone(),
+        );
+        tokio::spawn(
+            async move { controller::run(client, &options, &registry, readiness, token).await },
+        )
+    };
+    if args.exit_when_synced {
+        wait_until_quiet(&handle, &readiness).await;
+        print_objects(&client).await?;
+        shutdown.cancel();
+    }
+    match controllers.await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => return Err(err.into()),
+        Err(err) => anyhow::bail!("controllers task failed: {err}"),
+    }
+    match server.await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::warn!(%err, "metrics server failed"),
+        Err(err) => tracing::warn!(%err, "metrics server task failed"),
+    }
+    handle
+        .shutdown()
+        .await
+        .context("stopping the embedded API server")?;
+    Ok(())
+}
+
+/// Waits until the controllers are ready and the API server has seen no write for a while.
+pub async fn wait_until_quiet(handle: &apiserver::ApiServerHandle, readiness: &Readiness) {
+    let quiet_for = std::time::Duration::from_millis(1500);
+    let step = std::time::Duration::from_millis(100);
+    let mut last = handle.server().resource_version();
+    let mut since = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(step).await;
+        let now = handle.server().resource_version();
+        if now != last {
+            last = now;
+            since = tokio::time::Instant::now();
+        } else if readiness.is_ready() && since.elapsed() >= quiet_for {
+            return;
+        }
+    }
+}
+
+async fn print_objects(client: &kube::Client) -> Result<()> {
+    use k8s_openapi::api::core::v1::Endpoints;
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let lp = kube::api::ListParams::default();
+    let slices = kube::Api::<EndpointSlice>::all(client.clone())
+        .list(&lp)
+        .await?;
+    let endpoints = kube::Api::<Endpoints>::all(client.clone())
+        .list(&lp)
+        .await?;
+    for e in &endpoints.items {
+        println!("---\n{}", serde_norway::to_string(e)?);
+    }
+    for s in &slices.items {
+        println!("---\n{}", serde_norway::to_string(s)?);
+    }
+    Ok(())
+}

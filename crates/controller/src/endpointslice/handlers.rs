@@ -1,0 +1,120 @@
+//! Which Services to queue for each informer event. Nothing here decides what a slice holds.
+
+use super::{EndpointSliceController, TopologyKey};
+use crate::informer::Handler;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use reconcile::keys::ServiceKey;
+use reconcile::membership::{pod_change, services_to_queue};
+use reconcile::projection::{NodeInfo, PodInfo, ServiceInfo};
+use reconcile::slice::{is_managed_by_us, service_name_of};
+use std::sync::Arc;
+use std::time::Duration;
+
+impl EndpointSliceController {
+    fn queue_after_batch(&self, keys: Vec<ServiceKey>) {
+        for key in keys {
+            if self.batch_period.is_zero() {
+                self.queue.add(key);
+            } else {
+                self.queue.add_after(key, self.batch_period);
+            }
+        }
+    }
+
+    /// Slice events are delayed by at least a second, so a burst of our own writes' echoes
+    /// collapses into one sync.
+    fn queue_for_slice(&self, slice: &EndpointSlice) {
+        let (Some(ns), Some(name)) = (slice.metadata.namespace.as_deref(), service_name_of(slice))
+        else {
+            return;
+        };
+        let delay = self.batch_period.max(Duration::from_secs(1));
+        self.queue.add_after(ServiceKey::new(ns, name), delay);
+    }
+}
+
+/// Service events.
+impl Handler<ServiceInfo> for EndpointSliceController {
+    fn on_add(&self, service: &Arc<ServiceInfo>) {
+        self.queue.add(service.key());
+    }
+    fn on_update(&self, _old: &Arc<ServiceInfo>, new: &Arc<ServiceInfo>) {
+        self.queue.add(new.key());
+    }
+    fn on_delete(&self, service: &Arc<ServiceInfo>) {
+        self.queue.add(service.key());
+    }
+}
+
+/// Pod events: the Services whose selectors match, after the batch period.
+impl Handler<PodInfo> for EndpointSliceController {
+    fn on_add(&self, pod: &Arc<PodInfo>) {
+        self.queue_after_batch(self.stores.services_matching(&pod.namespace, &pod.labels));
+    }
+    fn on_update(&self, old: &Arc<PodInfo>, new: &Arc<PodInfo>) {
+        let Some(change) = pod_change(old, new) else {
+            return;
+        };
+        let now = self.stores.services_matching(&new.namespace, &new.labels);
+        let before = if change.labels_changed {
+            self.stores.services_matching(&old.namespace, &old.labels)
+        } else {
+            now.clone()
+        };
+        self.queue_after_batch(services_to_queue(change, &before, &now));
+    }
+    fn on_delete(&self, pod: &Arc<PodInfo>) {
+        self.queue_after_batch(self.stores.services_matching(&pod.namespace, &pod.labels));
+    }
+}
+
+/// EndpointSlice events: only changes we did not make ourselves resync the Service.
+impl Handler<EndpointSlice> for EndpointSliceController {
+    fn on_add(&self, slice: &Arc<EndpointSlice>) {
+        if is_managed_by_us(slice) && self.state().tracker.should_sync(slice) {
+            self.queue_for_slice(slice);
+        }
+    }
+    fn on_update(&self, old: &Arc<EndpointSlice>, new: &Arc<EndpointSlice>) {
+        if service_name_of(old) != service_name_of(new) {
+            self.queue_for_slice(new);
+            self.queue_for_slice(old);
+            return;
+        }
+        let managed_by_changed = is_managed_by_us(old) != is_managed_by_us(new);
+        if managed_by_changed || (is_managed_by_us(new) && self.state().tracker.should_sync(new)) {
+            self.queue_for_slice(new);
+        }
+    }
+    fn on_delete(&self, slice: &Arc<EndpointSlice>) {
+        if !is_managed_by_us(slice) {
+            return;
+        }
+        let unexpected = {
+            let mut state = self.state();
+            state.tracker.has(slice) && state.tracker.handle_deleted(slice)
+        };
+        if unexpected {
+            self.queue_for_slice(slice);
+        }
+    }
+}
+
+/// Node events: recompute zone shares when a node comes, goes, or changes readiness or zone.
+impl Handler<NodeInfo> for EndpointSliceController {
+    fn on_add(&self, _node: &Arc<NodeInfo>) {
+        self.topology_queue.add(TopologyKey);
+    }
+    fn on_update(&self, old: &Arc<NodeInfo>, new: &Arc<NodeInfo>) {
+        if old.ready != new.ready
+            || old.zone != new.zone
+            || old.cpu_millis != new.cpu_millis
+            || old.control_plane != new.control_plane
+        {
+            self.topology_queue.add(TopologyKey);
+        }
+    }
+    fn on_delete(&self, _node: &Arc<NodeInfo>) {
+        self.topology_queue.add(TopologyKey);
+    }
+}

@@ -1,0 +1,202 @@
+//! The informers both controllers share, their compact stores, and the indexes the handlers
+//! and syncs read: pods and services by namespace, slices by (namespace, service name).
+
+use crate::informer::store::{Index, ObjectKey, Store};
+use crate::informer::{Handler, Informer, Synced};
+use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::runtime::watcher;
+use kube::{Api, Client};
+use reconcile::keys::ServiceKey;
+use reconcile::projection::{NodeInfo, PodInfo, ServiceInfo};
+use reconcile::selector::selector_matches;
+use std::sync::Arc;
+
+/// Read access to everything the informers keep.
+#[derive(Clone)]
+pub struct Stores {
+    /// Pods (projections).
+    pub pods: Store<PodInfo>,
+    /// Pods by namespace.
+    pub pods_by_namespace: Index<PodInfo, String>,
+    /// Services (projections).
+    pub services: Store<ServiceInfo>,
+    /// Services by namespace.
+    pub services_by_namespace: Index<ServiceInfo, String>,
+    /// Nodes (projections).
+    pub nodes: Store<NodeInfo>,
+    /// EndpointSlices.
+    pub slices: Store<EndpointSlice>,
+    /// Slices by (namespace, service-name label).
+    pub slices_by_service: Index<EndpointSlice, (String, String)>,
+    /// v1 Endpoints.
+    pub endpoints: Store<Endpoints>,
+}
+
+impl Stores {
+    /// The service, by key.
+    pub fn service(&self, key: &ServiceKey) -> Option<Arc<ServiceInfo>> {
+        self.services
+            .get(&ObjectKey::new(&key.namespace, &key.name))
+    }
+
+    /// The pods a Service's selector matches, in its namespace.
+    pub fn pods_of(&self, service: &ServiceInfo) -> Vec<Arc<PodInfo>> {
+        let Some(selector) = service.selector.as_ref() else {
+            return Vec::new();
+        };
+        self.pods_by_namespace
+            .get(&service.namespace)
+            .into_iter()
+            .filter(|p| selector_matches(selector, &p.labels))
+            .collect()
+    }
+
+    /// The services of the pod's namespace whose selector matches these labels.
+    pub fn services_matching(
+        &self,
+        namespace: &str,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> Vec<ServiceKey> {
+        self.services_by_namespace
+            .get(&namespace.to_owned())
+            .into_iter()
+            .filter(|s| {
+                s.selector
+                    .as_ref()
+                    .is_some_and(|sel| selector_matches(sel, labels))
+            })
+            .map(|s| s.key())
+            .collect()
+    }
+
+    /// The slices labelled with a Service's name.
+    pub fn slices_of(&self, key: &ServiceKey) -> Vec<Arc<EndpointSlice>> {
+        self.slices_by_service
+            .get(&(key.namespace.clone(), key.name.clone()))
+    }
+}
+
+/// The informers, before they run.
+pub struct Informers {
+    pods: Informer<Pod, PodInfo>,
+    services: Informer<Service, ServiceInfo>,
+    nodes: Informer<Node, NodeInfo>,
+    slices: Informer<EndpointSlice, EndpointSlice>,
+    endpoints: Informer<Endpoints, Endpoints>,
+    /// The stores they fill.
+    pub stores: Stores,
+}
+
+/// Handlers for every informer (a controller that does not care about a kind ignores it).
+pub struct Handlers {
+    /// Pod events.
+    pub pods: Vec<Arc<dyn Handler<PodInfo>>>,
+    /// Service events.
+    pub services: Vec<Arc<dyn Handler<ServiceInfo>>>,
+    /// Node events.
+    pub nodes: Vec<Arc<dyn Handler<NodeInfo>>>,
+    /// EndpointSlice events.
+    pub slices: Vec<Arc<dyn Handler<EndpointSlice>>>,
+    /// Endpoints events.
+    pub endpoints: Vec<Arc<dyn Handler<Endpoints>>>,
+}
+
+struct Fanout<P>(Vec<Arc<dyn Handler<P>>>);
+
+impl<P> Handler<P> for Fanout<P> {
+    fn on_add(&self, obj: &Arc<P>) {
+        self.0.iter().for_each(|h| h.on_add(obj));
+    }
+    fn on_update(&self, old: &Arc<P>, new: &Arc<P>) {
+        self.0.iter().for_each(|h| h.on_update(old, new));
+    }
+    fn on_delete(&self, obj: &Arc<P>) {
+        self.0.iter().for_each(|h| h.on_delete(obj));
+    }
+}
+
+impl Informers {
+    /// Informers over all namespaces. Objects are projected to the compact views of
+    /// `reconcile::projection`; slices and Endpoints are kept whole (they are ours).
+    pub fn new(client: &Client) -> Self {
+        let cfg = watcher::Config::default;
+        let pods = Informer::new(Api::<Pod>::all(client.clone()), cfg(), |p: &Pod| {
+            PodInfo::from_pod(p).map(Arc::new)
+        });
+        let services = Informer::new(Api::<Service>::all(client.clone()), cfg(), |s: &Service| {
+            ServiceInfo::from_service(s).map(Arc::new)
+        });
+        let nodes = Informer::new(Api::<Node>::all(client.clone()), cfg(), |n: &Node| {
+            NodeInfo::from_node(n).map(Arc::new)
+        });
+        let slices = Informer::new(
+            Api::<EndpointSlice>::all(client.clone()),
+            cfg(),
+            |s: &EndpointSlice| {
+                let mut s = s.clone();
+                s.metadata.managed_fields = None;
+                Some(Arc::new(s))
+            },
+        );
+        let endpoints = Informer::new(
+            Api::<Endpoints>::all(client.clone()),
+            cfg(),
+            |e: &Endpoints| {
+                let mut e = e.clone();
+                e.metadata.managed_fields = None;
+                Some(Arc::new(e))
+            },
+        );
+        let pod_store = pods.store();
+        let service_store = services.store();
+        let slice_store = slices.store();
+        let stores = Stores {
+            pods_by_namespace: pod_store.add_namespace_index(),
+            pods: pod_store,
+            services_by_namespace: service_store.add_namespace_index(),
+            services: service_store,
+            nodes: nodes.store(),
+            slices_by_service: slice_store.add_index(|key: &ObjectKey, s: &EndpointSlice| {
+                reconcile::slice::service_name_of(s)
+                    .map(|name| (key.namespace.clone(), name.to_owned()))
+            }),
+            slices: slice_store,
+            endpoints: endpoints.store(),
+        };
+        Self {
+            pods,
+            services,
+            nodes,
+            slices,
+            endpoints,
+            stores,
+        }
+    }
+
+    /// "Synced" signals of every informer.
+    pub fn synced(&self) -> Vec<Synced> {
+        vec![
+            self.pods.synced(),
+            self.services.synced(),
+            self.nodes.synced(),
+            self.slices.synced(),
+            self.endpoints.synced(),
+        ]
+    }
+
+    /// Runs every informer until `shutdown` is cancelled.
+    pub async fn run(self, handlers: Handlers, shutdown: tokio_util::sync::CancellationToken) {
+        let s = || {
+            let t = shutdown.clone();
+            async move { t.cancelled().await }
+        };
+        tokio::join!(
+            self.pods.run(Fanout(handlers.pods), s()),
+            self.services.run(Fanout(handlers.services), s()),
+            self.nodes.run(Fanout(handlers.nodes), s()),
+            self.slices.run(Fanout(handlers.slices), s()),
+            self.endpoints.run(Fanout(handlers.endpoints), s()),
+        );
+    }
+}
