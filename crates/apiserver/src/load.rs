@@ -135,6 +135,16 @@ fn create_one(cluster: &mut Cluster, index: usize, mut object: Value) -> Result<
         status,
         delete,
     };
+    // The built-in namespaces (default, kube-system, ...) exist from the start; a manifest
+    // that lists them, as a dump of a real cluster does, loads fine.
+    if std::ptr::eq(resource, resources::namespaces())
+        && cluster
+            .store
+            .get(resource, &namespace, &loaded.name)
+            .is_some()
+    {
+        return Ok(loaded);
+    }
     let ns = resource.namespaced.then_some(namespace.as_str());
     let created = create(cluster, resource, ns, object).map_err(|e| loaded.rejected(e))?;
     loaded.name = meta_str(&created, "name").unwrap_or_default().to_owned();

@@ -473,3 +473,122 @@ fn short(v: &Value) -> String {
         s
     }
 }
+
+/// The raw objects of a case, as `apply_objects` loads them.
+pub fn raw_objects(objects: &[Object]) -> Vec<Value> {
+    objects
+        .iter()
+        .filter_map(|o| match o {
+            Object::Namespace(x) => serde_json::to_value(x).ok(),
+            Object::Node(x) => serde_json::to_value(x).ok(),
+            Object::Service(x) => serde_json::to_value(x).ok(),
+            Object::Pod(x) => serde_json::to_value(x).ok(),
+            Object::Endpoints(x) => serde_json::to_value(x).ok(),
+            Object::EndpointSlice(x) => serde_json::to_value(x).ok(),
+        })
+        .collect()
+}
+
+/// Waits until the controllers are ready and the API server has seen no write for 1.5 s
+/// (or `deadline` passes). Returns false on the deadline.
+pub async fn wait_until_quiet(
+    server: &apiserver::ApiServer,
+    readiness: &controller::health::Readiness,
+    deadline: std::time::Duration,
+) -> bool {
+    let quiet_for = std::time::Duration::from_millis(1500);
+    let step = std::time::Duration::from_millis(100);
+    let start = tokio::time::Instant::now();
+    let mut last = server.resource_version();
+    let mut since = tokio::time::Instant::now();
+    while start.elapsed() < deadline {
+        tokio::time::sleep(step).await;
+        let now = server.resource_version();
+        if now != last {
+            last = now;
+            since = tokio::time::Instant::now();
+        } else if readiness.is_ready() && since.elapsed() >= quiet_for {
+            return true;
+        }
+    }
+    false
+}
+
+/// Runs a case through the live controllers: the case is loaded into an embedded API server
+/// the way the corpus was recorded (objects, then status through the status subresource,
+/// terminating pods held by a finalizer and deleted), both controllers run with the case's
+/// flags until the cluster is quiet, and what they wrote is read back through the API.
+pub async fn run_live(case: &Case) -> Result<Written> {
+    use k8s_openapi::api::core::v1::{Endpoints, Event};
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let server = apiserver::ApiServer::new(apiserver::Config::default());
+    server
+        .apply_objects(raw_objects(&case.objects))
+        .with_context(|| format!("case {}: loading input", case.name))?;
+    let client = kube::Client::new(server.service(), "default");
+    let mut settings = controller::config::Settings::default();
+    settings.max_endpoints_per_slice = u32::try_from(case.max_endpoints_per_slice).unwrap_or(100);
+    let options = controller::Options {
+        settings,
+        endpoints: true,
+        endpoint_slices: true,
+    };
+    let registry = prometheus::Registry::new();
+    let readiness = controller::health::Readiness::new();
+    let token = tokio_util::sync::CancellationToken::new();
+    let task = {
+        let (client, readiness, token) = (client.clone(), readiness.clone(), token.clone());
+        tokio::spawn(
+            async move { controller::run(client, &options, &registry, readiness, token).await },
+        )
+    };
+    let quiet = wait_until_quiet(&server, &readiness, std::time::Duration::from_secs(120)).await;
+    let lp = kube::api::ListParams::default();
+    let to_values = |items: Vec<serde_json::Value>| items;
+    let endpoints = kube::Api::<Endpoints>::all(client.clone())
+        .list(&lp)
+        .await?;
+    let slices = kube::Api::<EndpointSlice>::all(client.clone())
+        .list(&lp)
+        .await?;
+    let events = kube::Api::<Event>::all(client.clone()).list(&lp).await?;
+    token.cancel();
+    match task.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => bail!("case {}: controllers failed: {e}", case.name),
+        Err(e) => bail!("case {}: controllers task failed: {e}", case.name),
+    }
+    if !quiet {
+        bail!(
+            "case {}: the controllers did not settle within 120s",
+            case.name
+        );
+    }
+    Ok(Written {
+        endpoints: to_values(
+            endpoints
+                .items
+                .iter()
+                .filter_map(|e| serde_json::to_value(e).ok())
+                .collect(),
+        ),
+        endpoint_slices: slices
+            .items
+            .iter()
+            .filter_map(|s| serde_json::to_value(s).ok())
+            .collect(),
+        events: events
+            .items
+            .iter()
+            .map(|e| {
+                let o = &e.involved_object;
+                (
+                    o.namespace.clone().unwrap_or_default(),
+                    o.name.clone().unwrap_or_default(),
+                    e.type_.clone().unwrap_or_default(),
+                    e.reason.clone().unwrap_or_default(),
+                )
+            })
+            .collect(),
+    })
+}

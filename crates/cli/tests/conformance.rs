@@ -57,3 +57,36 @@ fn the_comparison_notices_a_wrong_answer() {
     );
     assert!(diffs.iter().any(|d| d.contains("sizes")), "{diffs:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_controllers_match_upstream_on_every_recorded_case() {
+    use kube_endpoints::conformance::run_live;
+    let mut failures = Vec::new();
+    for dir in find_cases(&corpus()).expect("corpus present") {
+        let case = load_case(&dir).expect("case loads");
+        let upstream = upstream_written(case.upstream.as_ref().expect("recorded case"));
+        match run_live(&case).await {
+            Ok(written) => {
+                let diffs = compare(&written, &upstream);
+                if !diffs.is_empty() {
+                    failures.push(format!(
+                        "{}:\n  {}",
+                        case.name,
+                        diffs
+                            .iter()
+                            .take(10)
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join("\n  ")
+                    ));
+                }
+            }
+            Err(err) => failures.push(format!("{}: {err:#}", case.name)),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "live controllers differ from upstream:\n{}",
+        failures.join("\n")
+    );
+}

@@ -2,7 +2,9 @@
 
 use anyhow::Result;
 use clap::Args;
-use kube_endpoints::conformance::{compare, find_cases, load_case, run_offline, upstream_written};
+use kube_endpoints::conformance::{
+    compare, find_cases, load_case, run_live, run_offline, upstream_written,
+};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -18,6 +20,10 @@ pub struct ConformanceArgs {
     /// Print every difference (by default the first 20 of a failing case).
     #[arg(long)]
     pub verbose: bool,
+    /// Also run each case through the live controllers against an embedded API server
+    /// (slower); a case passes only if both the offline and the live run match upstream.
+    #[arg(long)]
+    pub live: bool,
 }
 
 /// Runs the command; true when every case passed.
@@ -31,7 +37,24 @@ pub fn run(args: ConformanceArgs) -> Result<bool> {
                 writeln!(out, "{}: skipped (no upstream.json)", case.name)?;
                 continue;
             };
-            let diffs = compare(&run_offline(&case), &upstream_written(upstream));
+            let expected = upstream_written(upstream);
+            let mut diffs: Vec<String> = compare(&run_offline(&case), &expected)
+                .into_iter()
+                .map(|d| format!("offline: {d}"))
+                .collect();
+            if args.live {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .enable_all()
+                    .build()?;
+                match runtime.block_on(run_live(&case)) {
+                    Ok(written) => diffs.extend(
+                        compare(&written, &expected)
+                            .into_iter()
+                            .map(|d| format!("live: {d}")),
+                    ),
+                    Err(err) => diffs.push(format!("live: {err:#}")),
+                }
+            }
             if diffs.is_empty() {
                 passed += 1;
                 writeln!(out, "{}: ok", case.name)?;

@@ -88,7 +88,12 @@ pub async fn run(args: DevArgs) -> Result<()> {
         )
     };
     if args.exit_when_synced {
-        wait_until_quiet(&handle, &readiness).await;
+        kube_endpoints::conformance::wait_until_quiet(
+            &handle.server(),
+            &readiness,
+            std::time::Duration::from_secs(600),
+        )
+        .await;
         print_objects(&client).await?;
         shutdown.cancel();
     }
@@ -107,24 +112,6 @@ pub async fn run(args: DevArgs) -> Result<()> {
         .await
         .context("stopping the embedded API server")?;
     Ok(())
-}
-
-/// Waits until the controllers are ready and the API server has seen no write for a while.
-pub async fn wait_until_quiet(handle: &apiserver::ApiServerHandle, readiness: &Readiness) {
-    let quiet_for = std::time::Duration::from_millis(1500);
-    let step = std::time::Duration::from_millis(100);
-    let mut last = handle.server().resource_version();
-    let mut since = tokio::time::Instant::now();
-    loop {
-        tokio::time::sleep(step).await;
-        let now = handle.server().resource_version();
-        if now != last {
-            last = now;
-            since = tokio::time::Instant::now();
-        } else if readiness.is_ready() && since.elapsed() >= quiet_for {
-            return;
-        }
-    }
 }
 
 async fn print_objects(client: &kube::Client) -> Result<()> {
