@@ -137,3 +137,42 @@ impl PodInfo {
                 .sum::<usize>()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pod as the conformance corpus has them: two labels, an app container with a named
+    /// port, a sidecar with another, one IP, a Ready condition.
+    fn typical() -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "app1-0042", "namespace": "team", "uid": "e2cb817e-448e-5a3f-882e-b9d97b902424",
+                         "resourceVersion": "123456", "labels": {"app": "app1", "pod-template-hash": "5d8f9c7b6d"}},
+            "spec": {"nodeName": "node-c",
+                     "containers": [{"name": "app", "image": "registry.example/app:1", "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]}],
+                     "initContainers": [{"name": "sidecar", "image": "registry.example/sidecar:1", "restartPolicy": "Always",
+                                          "ports": [{"name": "metrics", "containerPort": 9100, "protocol": "TCP"}]}]},
+            "status": {"phase": "Running", "podIP": "10.1.0.3", "podIPs": [{"ip": "10.1.0.3"}],
+                       "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn projection_keeps_what_the_rules_read() {
+        let p = PodInfo::from_pod(&typical()).unwrap();
+        assert_eq!(p.ips, vec!["10.1.0.3"]);
+        assert!(p.ready);
+        assert_eq!(p.ports.len(), 2);
+        assert_eq!(p.ports[1].name, "metrics");
+    }
+
+    #[test]
+    fn a_typical_pod_projection_stays_well_under_a_kilobyte() {
+        let p = PodInfo::from_pod(&typical()).unwrap();
+        let bytes = p.approximate_bytes();
+        let full = serde_json::to_vec(&typical()).unwrap().len();
+        println!("projection ~{bytes} bytes; the object's JSON alone is {full} bytes");
+        assert!(bytes < 1024, "{bytes}");
+    }
+}
