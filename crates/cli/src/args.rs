@@ -88,12 +88,14 @@ impl ControllerFlags {
 
     /// Settings for the controller crate.
     pub fn settings(&self, kubeconfig: Option<PathBuf>) -> Result<Settings> {
-        let mut s = Settings::default();
-        s.concurrent_endpoint_syncs = self.concurrent_endpoint_syncs;
-        s.concurrent_service_endpoint_syncs = self.concurrent_service_endpoint_syncs;
-        s.max_endpoints_per_slice = self.max_endpoints_per_slice;
-        s.endpoint_updates_batch_period = self.endpoint_updates_batch_period;
-        s.endpointslice_updates_batch_period = self.endpointslice_updates_batch_period;
+        let mut s = Settings {
+            concurrent_endpoint_syncs: self.concurrent_endpoint_syncs,
+            concurrent_service_endpoint_syncs: self.concurrent_service_endpoint_syncs,
+            max_endpoints_per_slice: self.max_endpoints_per_slice,
+            endpoint_updates_batch_period: self.endpoint_updates_batch_period,
+            endpointslice_updates_batch_period: self.endpointslice_updates_batch_period,
+            ..Settings::default()
+        };
         s.client.kubeconfig = kubeconfig;
         s.client.qps = self.kube_api_qps;
         s.client.burst = self.kube_api_burst;

@@ -526,8 +526,10 @@ pub async fn run_live(case: &Case) -> Result<Written> {
         .apply_objects(raw_objects(&case.objects))
         .with_context(|| format!("case {}: loading input", case.name))?;
     let client = kube::Client::new(server.service(), "default");
-    let mut settings = controller::config::Settings::default();
-    settings.max_endpoints_per_slice = u32::try_from(case.max_endpoints_per_slice).unwrap_or(100);
+    let settings = controller::config::Settings {
+        max_endpoints_per_slice: u32::try_from(case.max_endpoints_per_slice).unwrap_or(100),
+        ..Default::default()
+    };
     let options = controller::Options {
         settings,
         endpoints: true,

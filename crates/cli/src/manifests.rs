@@ -30,6 +30,10 @@ pub enum ManifestError {
 
 /// One object of a kind the controllers read.
 #[derive(Debug, Clone)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "objects are read once and handed on; boxing buys nothing"
+)]
 pub enum Object {
     /// A Namespace.
     Namespace(Namespace),

@@ -76,10 +76,13 @@ impl EventRecorder {
     }
 }
 
+/// (namespace, involved name, reason, message): what makes two events the same.
+type EventKey = (String, String, String, String);
+/// The Event already written for a key: its name, count and when it was first sent.
+type Sent = (String, i32, std::time::Instant);
+
 async fn send_loop(client: Client, mut rx: mpsc::Receiver<Pending>, shutdown: CancellationToken) {
-    // (namespace, involved name, reason, message) -> (event name, count, first seen)
-    let mut seen: HashMap<(String, String, String, String), (String, i32, std::time::Instant)> =
-        HashMap::new();
+    let mut seen: HashMap<EventKey, Sent> = HashMap::new();
     loop {
         let pending = tokio::select! {
             p = rx.recv() => match p { Some(p) => p, None => return },

@@ -89,7 +89,7 @@ pub async fn run(args: DevArgs) -> Result<()> {
     };
     if args.exit_when_synced {
         kube_endpoints::conformance::wait_until_quiet(
-            &handle.server(),
+            handle.server(),
             &readiness,
             std::time::Duration::from_secs(600),
         )
