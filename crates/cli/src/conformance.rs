@@ -489,8 +489,23 @@ pub fn raw_objects(objects: &[Object]) -> Vec<Value> {
         .collect()
 }
 
-/// Waits until the controllers are ready and the API server has seen no write for 1.5 s
-/// (or `deadline` passes). Returns false on the deadline.
+/// Requests that change Endpoints or EndpointSlices, as counted by the API server. Event
+/// writes are left out: a Service whose sync keeps failing (a pod on an unknown node) keeps
+/// recording events while its objects are long settled.
+fn object_writes(server: &apiserver::ApiServer) -> u64 {
+    server
+        .request_counts()
+        .iter()
+        .filter(|((verb, resource), _)| {
+            matches!(verb.as_str(), "create" | "update" | "patch" | "delete")
+                && matches!(resource.as_str(), "endpoints" | "endpointslices")
+        })
+        .map(|(_, n)| *n)
+        .sum()
+}
+
+/// Waits until the controllers are ready and no Endpoints or EndpointSlice has been written
+/// for 1.5 s (or `deadline` passes). Returns false on the deadline.
 pub async fn wait_until_quiet(
     server: &apiserver::ApiServer,
     readiness: &controller::health::Readiness,
@@ -499,15 +514,15 @@ pub async fn wait_until_quiet(
     let quiet_for = std::time::Duration::from_millis(1500);
     let step = std::time::Duration::from_millis(100);
     let start = tokio::time::Instant::now();
-    let mut last = server.resource_version();
+    let mut last = object_writes(server);
     let mut since = tokio::time::Instant::now();
     while start.elapsed() < deadline {
         tokio::time::sleep(step).await;
-        let now = server.resource_version();
-        if now != last {
+        let now = object_writes(server);
+        if now != last || !readiness.is_ready() {
             last = now;
             since = tokio::time::Instant::now();
-        } else if readiness.is_ready() && since.elapsed() >= quiet_for {
+        } else if since.elapsed() >= quiet_for {
             return true;
         }
     }
