@@ -70,6 +70,22 @@ impl Stores {
             .collect()
     }
 
+    /// The Services a pod update concerns (None for a resync or an irrelevant change): the
+    /// union of old and new matches when the pod's endpoints changed, otherwise only the
+    /// Services it joined or left.
+    pub fn services_for_pod_update(&self, old: &PodInfo, new: &PodInfo) -> Vec<ServiceKey> {
+        let Some(change) = reconcile::membership::pod_change(old, new) else {
+            return Vec::new();
+        };
+        let now = self.services_matching(&new.namespace, &new.labels);
+        let before = if change.labels_changed {
+            self.services_matching(&old.namespace, &old.labels)
+        } else {
+            now.clone()
+        };
+        reconcile::membership::services_to_queue(change, &before, &now)
+    }
+
     /// The slices labelled with a Service's name.
     pub fn slices_of(&self, key: &ServiceKey) -> Vec<Arc<EndpointSlice>> {
         self.slices_by_service

@@ -19,6 +19,53 @@ pub enum SyncError {
     Failed(String),
 }
 
+impl SyncError {
+    /// The `result` label of a sync counter: success, stale or error.
+    pub fn result_label(result: &Result<(), SyncError>) -> &'static str {
+        match result {
+            Ok(()) => "success",
+            Err(SyncError::Stale(_)) => "stale",
+            Err(SyncError::Failed(_)) => "error",
+        }
+    }
+}
+
+/// Queues keys after the batch period (at once when it is zero), as pod events are.
+pub fn queue_after<K: QueueKey>(
+    queue: &WorkQueue<K>,
+    keys: Vec<K>,
+    batch_period: std::time::Duration,
+) {
+    for key in keys {
+        if batch_period.is_zero() {
+            queue.add(key);
+        } else {
+            queue.add_after(key, batch_period);
+        }
+    }
+}
+
+/// Spawns `workers` workers (at least one) on `tasks`, each syncing keys from `queue`.
+pub fn spawn_workers<K, T, F, Fut>(
+    tasks: &mut tokio::task::JoinSet<()>,
+    queue: &WorkQueue<K>,
+    workers: usize,
+    target: &std::sync::Arc<T>,
+    sync: F,
+) where
+    K: QueueKey + std::fmt::Display,
+    T: Send + Sync + 'static,
+    F: Fn(std::sync::Arc<T>, K) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), SyncError>> + Send + 'static,
+{
+    for _ in 0..workers.max(1) {
+        let (queue, target, sync) = (queue.clone(), std::sync::Arc::clone(target), sync.clone());
+        tasks.spawn(async move {
+            run_worker(queue, |key| sync(std::sync::Arc::clone(&target), key)).await;
+        });
+    }
+}
+
 /// Runs until the queue shuts down.
 pub async fn run_worker<K, F, Fut>(queue: WorkQueue<K>, sync: F)
 where

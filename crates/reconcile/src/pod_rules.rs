@@ -1,6 +1,7 @@
 //! Which pods count as endpoints, and what of them is published.
 
 use crate::projection::{PodInfo, ServiceInfo};
+use k8s_openapi::api::core::v1::ObjectReference;
 
 /// True when the pod belongs in Endpoints or EndpointSlices at all: it is not terminal
 /// (Failed/Succeeded), it has an IP, and it is not being deleted unless terminating pods are
@@ -20,6 +21,17 @@ pub fn is_endpoint_candidate(pod: &PodInfo, include_terminating: bool) -> bool {
 /// both live in the same namespace.
 pub fn publishes_hostname(pod: &PodInfo, service: &ServiceInfo) -> bool {
     !pod.hostname.is_empty() && pod.subdomain == service.name && pod.namespace == service.namespace
+}
+
+/// The reference both controllers publish for a pod's address: kind, namespace, name, uid.
+pub fn pod_reference(pod: &PodInfo) -> ObjectReference {
+    ObjectReference {
+        kind: Some("Pod".into()),
+        namespace: Some(pod.namespace.clone()),
+        name: Some(pod.name.clone()),
+        uid: Some(pod.uid.clone()),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,11 @@
 //! `kube-endpoints dev`: the embedded API server with both controllers running against it.
 
 use crate::args::ControllerFlags;
-use crate::cmd::run::cancel_on_signals;
+use crate::cmd::run::Session;
 use anyhow::{Context, Result};
 use clap::Args;
-use controller::health::{self, Readiness};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use tokio_util::sync::CancellationToken;
 
 /// Start the embedded API server, load manifests into it, and run the controllers against it
 /// over HTTP, as they would run against a cluster. Prints how to use kubectl with it. Runs
@@ -44,69 +42,30 @@ pub async fn run(args: DevArgs) -> Result<()> {
         flags.port = 0;
     }
     let settings = flags.settings(Some(kubeconfig.clone()))?;
-    settings.validate()?;
-    let client = controller::client::build_client(&settings.client)
-        .await
-        .context("connecting to the embedded API server")?;
-    let options = controller::Options {
-        settings: settings.clone(),
-        endpoints,
-        endpoint_slices,
-    };
-    let shutdown = CancellationToken::new();
-    cancel_on_signals(shutdown.clone());
-    let registry = prometheus::Registry::new();
-    let readiness = Readiness::new();
-    let listener = health::bind(&settings.serving)
-        .await
-        .with_context(|| format!("binding --port {}", settings.serving.port))?;
-    let metrics_addr = listener.local_addr()?;
-    let server = tokio::spawn(health::serve(
-        listener,
-        registry.clone(),
-        readiness.clone(),
-        {
-            let t = shutdown.clone();
-            async move { t.cancelled().await }
-        },
-    ));
+    let session = Session::start(settings, endpoints, endpoint_slices).await?;
+    let metrics_addr = session.metrics_addr;
     eprintln!("controllers running (metrics on http://{metrics_addr}/metrics)");
     eprintln!(
         "use it with: kubectl --kubeconfig {} get endpointslices,endpoints -A",
         kubeconfig.display()
     );
-    let controllers = {
-        let (client, options, registry, readiness, token) = (
-            client.clone(),
-            options.clone(),
-            registry.clone(),
-            readiness.clone(),
-            shutdown.clone(),
-        );
-        tokio::spawn(
-            async move { controller::run(client, &options, &registry, readiness, token).await },
-        )
-    };
+    let controllers = tokio::spawn(session.controllers(session.shutdown.clone()));
     if args.exit_when_synced {
         kube_endpoints::conformance::wait_until_quiet(
             handle.server(),
-            &readiness,
+            &session.readiness,
             std::time::Duration::from_secs(600),
         )
         .await;
-        print_objects(&client).await?;
-        shutdown.cancel();
+        print_objects(&session.client).await?;
+        session.shutdown.cancel();
     }
     match controllers.await {
         Ok(Ok(())) => {}
         Ok(Err(err)) => return Err(err.into()),
         Err(err) => anyhow::bail!("controllers task failed: {err}"),
     }
-    match server.await {
-        Ok(Ok(())) => {}
-        Ok(Err(err)) => tracing::warn!(%err, "metrics server failed"),
-        Err(err) => tracing::warn!(%err, "metrics server task failed"),
-    }
+    session.finish().await;
     handle
         .shutdown()
         .await

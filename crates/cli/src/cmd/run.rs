@@ -62,6 +62,97 @@ pub fn cancel_on_signals(token: CancellationToken) {
     });
 }
 
+/// What `run` and `dev` share: a client, the controller options, a shutdown token cancelled by
+/// SIGINT/SIGTERM, and the /metrics, /healthz, /readyz server.
+pub struct Session {
+    /// Client to the API server.
+    pub client: kube::Client,
+    /// Which controllers, with which settings.
+    pub options: controller::Options,
+    /// Cancelled on a signal (or by the caller).
+    pub shutdown: CancellationToken,
+    /// Registry served on /metrics.
+    pub registry: prometheus::Registry,
+    /// Served on /readyz.
+    pub readiness: Readiness,
+    /// Where the health server listens.
+    pub metrics_addr: std::net::SocketAddr,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Session {
+    /// Connects, installs the signal handler and starts the health server.
+    pub async fn start(
+        settings: controller::config::Settings,
+        endpoints: bool,
+        endpoint_slices: bool,
+    ) -> Result<Self> {
+        settings.validate()?;
+        let client = controller::client::build_client(&settings.client)
+            .await
+            .context("connecting to the API server")?;
+        let shutdown = CancellationToken::new();
+        cancel_on_signals(shutdown.clone());
+        let registry = prometheus::Registry::new();
+        let readiness = Readiness::new();
+        let listener = health::bind(&settings.serving).await.with_context(|| {
+            format!(
+                "binding --bind-address {} --port {}",
+                settings.serving.bind_address, settings.serving.port
+            )
+        })?;
+        let metrics_addr = listener.local_addr()?;
+        tracing::info!(address = %metrics_addr, "serving /metrics, /healthz and /readyz");
+        let server = tokio::spawn(health::serve(
+            listener,
+            registry.clone(),
+            readiness.clone(),
+            {
+                let t = shutdown.clone();
+                async move { t.cancelled().await }
+            },
+        ));
+        let options = controller::Options {
+            settings,
+            endpoints,
+            endpoint_slices,
+        };
+        Ok(Self {
+            client,
+            options,
+            shutdown,
+            registry,
+            readiness,
+            metrics_addr,
+            server,
+        })
+    }
+
+    /// Runs the controllers until `token` is cancelled.
+    pub fn controllers(
+        &self,
+        token: CancellationToken,
+    ) -> impl std::future::Future<Output = Result<(), controller::RunError>> + Send + 'static {
+        let (client, options, registry, readiness) = (
+            self.client.clone(),
+            self.options.clone(),
+            self.registry.clone(),
+            self.readiness.clone(),
+        );
+        async move { controller::run(client, &options, &registry, readiness, token).await }
+    }
+
+    /// Stops the health server.
+    pub async fn finish(self) {
+        self.shutdown.cancel();
+        match self.server.await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::warn!(%err, "metrics server failed"),
+            Err(err) => tracing::warn!(%err, "metrics server task failed"),
+        }
+    }
+}
+
 /// Runs the command; false when leadership was lost (the process exits non-zero).
 pub async fn run(args: RunArgs) -> Result<bool> {
     let (endpoints, endpoint_slices) = args.controllers.enabled()?;
@@ -72,61 +163,28 @@ pub async fn run(args: RunArgs) -> Result<bool> {
     settings.leader_election.retry_period = args.leader_elect_retry_period;
     settings.leader_election.resource_name = args.leader_elect_resource_name.clone();
     settings.leader_election.resource_namespace = args.leader_elect_resource_namespace.clone();
-    settings.validate()?;
-    let client = controller::client::build_client(&settings.client)
-        .await
-        .context("connecting to the API server")?;
-    let options = controller::Options {
-        settings: settings.clone(),
-        endpoints,
-        endpoint_slices,
-    };
-
-    let shutdown = CancellationToken::new();
-    cancel_on_signals(shutdown.clone());
-    let registry = prometheus::Registry::new();
-    let readiness = Readiness::new();
-    let listener = health::bind(&settings.serving).await.with_context(|| {
-        format!(
-            "binding --bind-address {} --port {}",
-            settings.serving.bind_address, settings.serving.port
-        )
-    })?;
-    tracing::info!(address = %listener.local_addr()?, "serving /metrics, /healthz and /readyz");
-    let server = tokio::spawn(health::serve(
-        listener,
-        registry.clone(),
-        readiness.clone(),
-        {
-            let t = shutdown.clone();
-            async move { t.cancelled().await }
-        },
-    ));
+    let session = Session::start(settings.clone(), endpoints, endpoint_slices).await?;
 
     let ok = if settings.leader_election.enabled {
         let identity = default_identity();
         tracing::info!(identity, lease = %settings.leader_election.resource_name, "waiting for leadership");
-        let elector =
-            LeaderElector::new(client.clone(), settings.leader_election.clone(), identity);
+        let elector = LeaderElector::new(
+            session.client.clone(),
+            settings.leader_election.clone(),
+            identity,
+        );
         let end = elector
             .run(
                 |token| {
-                    let (client, options, registry, readiness) = (
-                        client.clone(),
-                        options.clone(),
-                        registry.clone(),
-                        readiness.clone(),
-                    );
+                    let run = session.controllers(token);
                     async move {
-                        if let Err(err) =
-                            controller::run(client, &options, &registry, readiness, token).await
-                        {
+                        if let Err(err) = run.await {
                             tracing::error!(%err, "controllers stopped");
                         }
                     }
                 },
                 {
-                    let t = shutdown.clone();
+                    let t = session.shutdown.clone();
                     async move { t.cancelled().await }
                 },
             )
@@ -138,14 +196,9 @@ pub async fn run(args: RunArgs) -> Result<bool> {
             true
         }
     } else {
-        controller::run(client, &options, &registry, readiness, shutdown.clone()).await?;
+        session.controllers(session.shutdown.clone()).await?;
         true
     };
-    shutdown.cancel();
-    match server.await {
-        Ok(Ok(())) => {}
-        Ok(Err(err)) => tracing::warn!(%err, "metrics server failed"),
-        Err(err) => tracing::warn!(%err, "metrics server task failed"),
-    }
+    session.finish().await;
     Ok(ok)
 }

@@ -4,19 +4,12 @@ use super::EndpointsController;
 use crate::informer::Handler;
 use k8s_openapi::api::core::v1::Endpoints;
 use reconcile::keys::ServiceKey;
-use reconcile::membership::{pod_change, services_to_queue};
 use reconcile::projection::{PodInfo, ServiceInfo};
 use std::sync::Arc;
 
 impl EndpointsController {
     fn queue_after_batch(&self, keys: Vec<ServiceKey>) {
-        for key in keys {
-            if self.batch_period.is_zero() {
-                self.queue.add(key);
-            } else {
-                self.queue.add_after(key, self.batch_period);
-            }
-        }
+        crate::worker::queue_after(&self.queue, keys, self.batch_period);
     }
 }
 
@@ -39,16 +32,7 @@ impl Handler<PodInfo> for EndpointsController {
         self.queue_after_batch(self.stores.services_matching(&pod.namespace, &pod.labels));
     }
     fn on_update(&self, old: &Arc<PodInfo>, new: &Arc<PodInfo>) {
-        let Some(change) = pod_change(old, new) else {
-            return;
-        };
-        let now = self.stores.services_matching(&new.namespace, &new.labels);
-        let before = if change.labels_changed {
-            self.stores.services_matching(&old.namespace, &old.labels)
-        } else {
-            now.clone()
-        };
-        self.queue_after_batch(services_to_queue(change, &before, &now));
+        self.queue_after_batch(self.stores.services_for_pod_update(old, new));
     }
     fn on_delete(&self, pod: &Arc<PodInfo>) {
         self.queue_after_batch(self.stores.services_matching(&pod.namespace, &pod.labels));

@@ -89,17 +89,13 @@ impl EndpointsController {
     /// Runs `workers` sync workers until the queue shuts down.
     pub async fn run_workers(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        for _ in 0..workers.max(1) {
-            let this = Arc::clone(&self);
-            tasks.spawn(async move {
-                let queue = this.queue.clone();
-                crate::worker::run_worker(queue, |key| {
-                    let this = Arc::clone(&this);
-                    async move { this.sync(key).await }
-                })
-                .await;
-            });
-        }
+        crate::worker::spawn_workers(
+            &mut tasks,
+            &self.queue,
+            workers,
+            &self,
+            |this: Arc<Self>, key| async move { this.sync(key).await },
+        );
         while tasks.join_next().await.is_some() {}
     }
 

@@ -108,17 +108,13 @@ impl EndpointSliceController {
     /// Runs `workers` sync workers and the topology worker until the queues shut down.
     pub async fn run_workers(self: Arc<Self>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
-        for _ in 0..workers.max(1) {
-            let this = Arc::clone(&self);
-            tasks.spawn(async move {
-                let queue = this.queue.clone();
-                crate::worker::run_worker(queue, |key| {
-                    let this = Arc::clone(&this);
-                    async move { this.sync(key).await }
-                })
-                .await;
-            });
-        }
+        crate::worker::spawn_workers(
+            &mut tasks,
+            &self.queue,
+            workers,
+            &self,
+            |this: Arc<Self>, key| async move { this.sync(key).await },
+        );
         let this = Arc::clone(&self);
         tasks.spawn(async move {
             while let Some(key) = this.topology_queue.get().await {

@@ -26,11 +26,7 @@ impl EndpointSliceController {
     /// Syncs one Service.
     pub async fn sync(&self, key: ServiceKey) -> Result<(), SyncError> {
         let result = self.sync_inner(&key).await;
-        let label = match &result {
-            Ok(()) => "success",
-            Err(SyncError::Stale(_)) => "stale",
-            Err(SyncError::Failed(_)) => "error",
-        };
+        let label = SyncError::result_label(&result);
         self.metrics.syncs.with_label_values(&[label]).inc();
         result
     }

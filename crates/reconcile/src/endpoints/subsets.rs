@@ -2,9 +2,9 @@
 
 use crate::address_family::endpoints_address;
 use crate::find_port::find_port;
-use crate::pod_rules::{is_endpoint_candidate, publishes_hostname};
+use crate::pod_rules::{is_endpoint_candidate, pod_reference, publishes_hostname};
 use crate::projection::{PodInfo, ServiceInfo};
-use k8s_openapi::api::core::v1::{EndpointAddress, ObjectReference};
+use k8s_openapi::api::core::v1::EndpointAddress;
 
 /// A port of an Endpoints subset.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -48,13 +48,7 @@ pub fn addresses_on_ports(service: &ServiceInfo, pods: &[&PodInfo]) -> Vec<Addre
             ip,
             node_name: Some(pod.node_name.clone()),
             hostname: publishes_hostname(pod, service).then(|| pod.hostname.clone()),
-            target_ref: Some(ObjectReference {
-                kind: Some("Pod".into()),
-                namespace: Some(pod.namespace.clone()),
-                name: Some(pod.name.clone()),
-                uid: Some(pod.uid.clone()),
-                ..Default::default()
-            }),
+            target_ref: Some(pod_reference(pod)),
         };
         let ready = publish_all || pod.ready;
         if service.ports.is_empty() {

@@ -3,9 +3,8 @@
 
 use crate::address_family::AddressType;
 use crate::ip::parse_sloppy;
-use crate::pod_rules::publishes_hostname;
+use crate::pod_rules::{pod_reference, publishes_hostname};
 use crate::projection::{PodInfo, ServiceInfo};
-use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions};
 
 /// Builds the endpoint for a pod: its addresses of the family in canonical form (sorted),
@@ -39,13 +38,7 @@ pub fn pod_to_endpoint(
         node_name: (!pod.node_name.is_empty()).then(|| pod.node_name.clone()),
         zone: zone.filter(|z| !z.is_empty()).map(str::to_owned),
         hostname: publishes_hostname(pod, service).then(|| pod.hostname.clone()),
-        target_ref: Some(ObjectReference {
-            kind: Some("Pod".into()),
-            namespace: Some(pod.namespace.clone()),
-            name: Some(pod.name.clone()),
-            uid: Some(pod.uid.clone()),
-            ..Default::default()
-        }),
+        target_ref: Some(pod_reference(pod)),
         ..Default::default()
     }
 }
