@@ -4,7 +4,7 @@ use crate::endpoints::repack::repack;
 use crate::endpoints::subsets::addresses_on_ports;
 use crate::endpoints::truncate::truncate;
 use crate::endpoints::{MAX_ADDRESSES, OVER_CAPACITY};
-use crate::labels::{endpoints_labels, HEADLESS};
+use crate::labels::{endpoints_labels, ENDPOINTS_MANAGED_BY, HEADLESS};
 use crate::projection::{PodInfo, ServiceInfo};
 use crate::trigger_time::{self, ANNOTATION};
 use crate::Timestamp;
@@ -57,8 +57,9 @@ pub fn plan_endpoints(input: &EndpointsInput<'_>) -> EndpointsPlan {
 
     if let Some(current) = input.current {
         let current_subsets = current.subsets.as_deref().unwrap_or(&[]);
-        let same_labels =
-            without_headless(current.metadata.labels.as_ref()) == without_headless(Some(&labels));
+        // The controller's own labels (headless, managed-by) are not the Service's: compare
+        // the rest with the Service's labels, so an object that only lacks them is left alone.
+        let same_labels = own_labels_removed(current.metadata.labels.as_ref()) == service.labels;
         if same_labels
             && subsets_equal(current_subsets, &subsets)
             && capacity_annotation_consistent(
@@ -117,9 +118,10 @@ pub fn plan_endpoints(input: &EndpointsInput<'_>) -> EndpointsPlan {
     }
 }
 
-fn without_headless(labels: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
+fn own_labels_removed(labels: Option<&BTreeMap<String, String>>) -> BTreeMap<String, String> {
     let mut labels = labels.cloned().unwrap_or_default();
     labels.remove(HEADLESS);
+    labels.remove(ENDPOINTS_MANAGED_BY);
     labels
 }
 

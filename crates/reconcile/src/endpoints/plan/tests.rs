@@ -252,3 +252,24 @@ fn truncation_over_several_subsets_uses_proportional_shares() {
     assert_eq!(counts.iter().sum::<usize>(), 1000);
     assert!(counts == vec![363, 637] || counts == vec![364, 636]);
 }
+
+#[test]
+fn an_object_lacking_only_the_controllers_own_labels_is_left_alone() {
+    let pods = vec![pod("a").ip("10.0.0.1").ready(true).build()];
+    let mut existing = object(&plan(&web(), &pods, None));
+    existing.metadata.resource_version = Some("7".into());
+    existing.metadata.labels = Some(Default::default());
+    assert_eq!(
+        plan(&web(), &pods, Some(&existing)).action,
+        EndpointsAction::Unchanged
+    );
+    // A Service label that the object lacks is a difference.
+    let labelled = service("web")
+        .label("team", "x")
+        .port(service_port("http", 80).target(8080))
+        .build();
+    assert!(matches!(
+        plan(&labelled, &pods, Some(&existing)).action,
+        EndpointsAction::Update(_)
+    ));
+}
