@@ -1,6 +1,7 @@
 //! The `kube-endpoints` command line: offline planning, conformance checks, and (through the
 //! controller crate) the live controllers.
 
+pub mod bench;
 pub mod conformance;
 pub mod manifests;
 pub mod offline;

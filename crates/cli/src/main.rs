@@ -21,6 +21,7 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     Apiserver(cmd::apiserver::ApiServerArgs),
     Conformance(cmd::conformance::ConformanceArgs),
+    Bench(cmd::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         Command::Dev(args) => runtime()
             .and_then(|rt| rt.block_on(cmd::dev::run(args)))
             .map(|()| true),
+        Command::Bench(args) => runtime().and_then(|rt| rt.block_on(cmd::bench::run(args))),
         Command::Apiserver(args) => runtime()
             .and_then(|rt| rt.block_on(cmd::apiserver::run(args)))
             .map(|()| true),

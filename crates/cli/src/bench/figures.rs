@@ -1,0 +1,378 @@
+//! The figures of a run: latency percentiles, request counts, CPU and memory from /proc, and
+//! their rendering as a table or JSON.
+
+use super::converge::WriteCount;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Percentiles of per-change latencies, in milliseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Percentiles {
+    /// Changes measured.
+    pub count: usize,
+    /// Median.
+    pub p50_ms: Option<f64>,
+    /// 90th percentile.
+    pub p90_ms: Option<f64>,
+    /// 99th percentile.
+    pub p99_ms: Option<f64>,
+    /// Slowest.
+    pub max_ms: Option<f64>,
+}
+
+impl Percentiles {
+    /// Nearest-rank percentiles of `samples`.
+    pub fn of(samples: &[Duration]) -> Self {
+        let mut sorted: Vec<Duration> = samples.to_vec();
+        sorted.sort_unstable();
+        let rank = |p: f64| -> Option<f64> {
+            if sorted.is_empty() {
+                return None;
+            }
+            let index = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
+            sorted.get(index).map(|d| millis(*d))
+        };
+        Self {
+            count: sorted.len(),
+            p50_ms: rank(0.50),
+            p90_ms: rank(0.90),
+            p99_ms: rank(0.99),
+            max_ms: sorted.last().map(|d| millis(*d)),
+        }
+    }
+}
+
+fn millis(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// Rounds seconds to milliseconds for display.
+pub fn seconds(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e3).round() / 1e3
+}
+
+/// Per-change latency figures of one view.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ChangeLatency {
+    /// Changes the bench wrote that this view should show.
+    pub changes: u64,
+    /// Latencies of those that it showed.
+    pub latency: Percentiles,
+    /// Changes overtaken by a later change of the same pod before they were seen.
+    pub superseded: u64,
+    /// Changes never seen (the state they asked for was never shown on its own).
+    pub unobserved: usize,
+}
+
+/// Requests by the controller.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Requests {
+    /// Where the figures come from.
+    pub source: String,
+    /// Total, when known.
+    pub total: Option<u64>,
+    /// By verb and resource ("create endpointslices"), when known.
+    pub by_verb_resource: BTreeMap<String, u64>,
+    /// By verb alone, when known.
+    pub by_verb: BTreeMap<String, u64>,
+}
+
+/// Controller CPU and memory.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Resources {
+    /// CPU seconds (user + system) of the controller during the measured phase.
+    pub cpu_seconds: Option<f64>,
+    /// What `cpu_seconds` covers.
+    pub cpu_note: String,
+    /// CPU seconds of the whole process measured, during the measured phase.
+    pub process_cpu_seconds: Option<f64>,
+    /// Highest resident set size sampled during the run, in bytes.
+    pub peak_rss_bytes: Option<u64>,
+    /// The process's high-water mark (VmHWM) over its whole life, in bytes.
+    pub vm_hwm_bytes: Option<u64>,
+    /// What the memory figures cover.
+    pub memory_note: String,
+}
+
+/// Everything a run reports.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    /// The scenario.
+    pub scenario: String,
+    /// Services.
+    pub services: usize,
+    /// Pods per Service at the start.
+    pub pods_per_service: usize,
+    /// Nodes.
+    pub nodes: usize,
+    /// Zones.
+    pub zones: usize,
+    /// Changes (flap, scale, nodes) or pods per step (rolling) of the measured phase.
+    pub churn: usize,
+    /// `embedded` or `external`.
+    pub controller: String,
+    /// `embedded` or the kubeconfig used.
+    pub api_server: String,
+    /// Whether every Service matched at the end.
+    pub converged: bool,
+    /// Whether --timeout ended the run.
+    pub timed_out: bool,
+    /// Seconds to set up (server, controller sync, and for all but `create` the initial
+    /// Services and pods until they converged); not part of the figures below.
+    pub setup_seconds: f64,
+    /// Seconds the load generator spent writing the measured phase.
+    pub load_seconds: Option<f64>,
+    /// Seconds from the start of the measured phase to full convergence.
+    pub convergence_seconds: Option<f64>,
+    /// Services that matched at the end.
+    pub converged_services: usize,
+    /// Pod writes of the load generator in the measured phase.
+    pub pod_writes: u64,
+    /// Per-change latency from a pod write to the first EndpointSlice event showing it.
+    pub slice_latency: ChangeLatency,
+    /// Per-change latency from a pod write to the first Endpoints event showing it.
+    pub endpoints_latency: ChangeLatency,
+    /// Requests made by the controller in the measured phase.
+    pub controller_requests: Requests,
+    /// Requests made by the load generator (including the bench's watches) in the phase.
+    pub load_generator_requests: BTreeMap<String, u64>,
+    /// EndpointSlice writes seen by the bench's watch.
+    pub slice_writes: WriteCount,
+    /// Endpoints writes seen by the bench's watch.
+    pub endpoints_writes: WriteCount,
+    /// Endpoints of topology-mode Auto Services, and how many carry zone hints.
+    pub hinted_endpoints: Option<(usize, usize)>,
+    /// Controller CPU and memory.
+    pub resources: Resources,
+    /// Why some Services did not match (first few).
+    pub mismatches: Vec<String>,
+}
+
+impl Report {
+    /// The report as a two-column table.
+    pub fn table(&self) -> String {
+        let opt = |v: Option<f64>, unit: &str| v.map_or("n/a".to_owned(), |v| format!("{v}{unit}"));
+        let mut rows: Vec<(String, String)> = vec![
+            ("scenario".into(), self.scenario.clone()),
+            (
+                "size".into(),
+                format!(
+                    "{} services x {} pods, {} nodes in {} zones, churn {}",
+                    self.services, self.pods_per_service, self.nodes, self.zones, self.churn
+                ),
+            ),
+            ("controller".into(), self.controller.clone()),
+            ("api server".into(), self.api_server.clone()),
+            (
+                "result".into(),
+                match (self.converged, self.timed_out) {
+                    (true, _) => "converged".to_owned(),
+                    (false, true) => "TIMED OUT (figures so far)".to_owned(),
+                    (false, false) => "NOT converged".to_owned(),
+                },
+            ),
+            (
+                "converged services".into(),
+                format!("{} / {}", self.converged_services, self.services),
+            ),
+            ("setup".into(), format!("{}s", self.setup_seconds)),
+            ("load written in".into(), opt(self.load_seconds, "s")),
+            ("time to convergence".into(), opt(self.convergence_seconds, "s")),
+            ("pod writes".into(), self.pod_writes.to_string()),
+        ];
+        for (name, l) in [("slices", &self.slice_latency), ("endpoints", &self.endpoints_latency)] {
+            let p = &l.latency;
+            rows.push((
+                format!("{name} latency p50/p90/p99/max"),
+                format!(
+                    "{} / {} / {} / {} ms ({} of {} changes; {} superseded, {} unobserved)",
+                    opt(p.p50_ms, ""),
+                    opt(p.p90_ms, ""),
+                    opt(p.p99_ms, ""),
+                    opt(p.max_ms, ""),
+                    p.count,
+                    l.changes,
+                    l.superseded,
+                    l.unobserved
+                ),
+            ));
+        }
+        let r = &self.controller_requests;
+        rows.push((
+            "controller requests".into(),
+            format!(
+                "{} ({})",
+                r.total.map_or("n/a".to_owned(), |t| t.to_string()),
+                r.source
+            ),
+        ));
+        for (k, v) in &r.by_verb_resource {
+            rows.push((format!("  {k}"), v.to_string()));
+        }
+        let gen: u64 = self.load_generator_requests.values().sum();
+        rows.push(("load generator requests".into(), gen.to_string()));
+        for (name, w) in [("EndpointSlice", &self.slice_writes), ("Endpoints", &self.endpoints_writes)] {
+            rows.push((
+                format!("{name} writes seen"),
+                format!(
+                    "{} created, {} updated, {} deleted, {} bytes",
+                    w.created, w.updated, w.deleted, w.bytes
+                ),
+            ));
+        }
+        if let Some((n, h)) = self.hinted_endpoints {
+            rows.push(("hinted endpoints".into(), format!("{h} of {n}")));
+        }
+        let res = &self.resources;
+        rows.push((
+            "controller cpu".into(),
+            format!("{} ({})", opt(res.cpu_seconds, "s"), res.cpu_note),
+        ));
+        rows.push(("process cpu".into(), opt(res.process_cpu_seconds, "s")));
+        let mib = |b: Option<u64>| {
+            b.map_or("n/a".to_owned(), |b| format!("{:.1} MiB", b as f64 / 1048576.0))
+        };
+        rows.push((
+            "peak rss".into(),
+            format!(
+                "{} sampled, {} VmHWM ({})",
+                mib(res.peak_rss_bytes),
+                mib(res.vm_hwm_bytes),
+                res.memory_note
+            ),
+        ));
+        for m in &self.mismatches {
+            rows.push(("mismatch".into(), m.clone()));
+        }
+        let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+        rows.iter()
+            .map(|(k, v)| format!("{k:width$}  {v}\n"))
+            .collect()
+    }
+}
+
+/// Turns `(verb, resource)` counts into the report's maps.
+pub fn requests(source: &str, counts: &super::count::Counts) -> Requests {
+    let mut by_verb = BTreeMap::new();
+    let mut by_verb_resource = BTreeMap::new();
+    for ((verb, resource), n) in counts {
+        *by_verb.entry(verb.clone()).or_default() += n;
+        by_verb_resource.insert(format!("{verb} {resource}"), *n);
+    }
+    Requests {
+        source: source.to_owned(),
+        total: Some(counts.values().sum()),
+        by_verb_resource,
+        by_verb,
+    }
+}
+
+/// Sums `rest_client_requests_total` of a Prometheus text page by its `method` label
+/// (client-go's metric; kube-controller-manager exposes it).
+pub fn scrape_requests(page: &str) -> Option<BTreeMap<String, u64>> {
+    let mut by_method = BTreeMap::new();
+    for line in page.lines() {
+        let Some(rest) = line.strip_prefix("rest_client_requests_total{") else {
+            continue;
+        };
+        let Some((labels, value)) = rest.split_once('}') else {
+            continue;
+        };
+        let method = labels
+            .split(',')
+            .find_map(|l| l.trim().strip_prefix("method=\""))
+            .and_then(|m| m.strip_suffix('"'))
+            .unwrap_or("unknown");
+        let value: f64 = value.trim().parse().ok()?;
+        *by_method.entry(method.to_lowercase()).or_default() += value as u64;
+    }
+    (!by_method.is_empty()).then_some(by_method)
+}
+
+/// CPU seconds and memory read from /proc.
+pub mod proc {
+    use std::path::Path;
+
+    /// The kernel's USER_HZ, the unit of /proc CPU times; 100 on every Linux architecture
+    /// we build for (reading it needs `sysconf`, which is unsafe to call).
+    const TICKS_PER_SECOND: f64 = 100.0;
+
+    /// user + system CPU seconds from a `stat` file (`/proc/PID/stat` or a task's).
+    pub fn cpu_seconds(stat: &Path) -> Option<f64> {
+        let text = std::fs::read_to_string(stat).ok()?;
+        // The command name may hold spaces and parentheses; fields follow the last ')'.
+        let after = text.get(text.rfind(')')? + 1..)?;
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        // Fields 14 and 15 of stat are the 12th and 13th after the name.
+        let utime: f64 = fields.get(11)?.parse().ok()?;
+        let stime: f64 = fields.get(12)?.parse().ok()?;
+        Some((utime + stime) / TICKS_PER_SECOND)
+    }
+
+    /// CPU seconds of a process.
+    pub fn process_cpu(pid: &str) -> Option<f64> {
+        cpu_seconds(&Path::new("/proc").join(pid).join("stat"))
+    }
+
+    /// CPU seconds of this process's threads whose name starts with `prefix`.
+    pub fn threads_cpu(prefix: &str) -> Option<f64> {
+        let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+        let mut total = 0.0;
+        for task in tasks.flatten() {
+            let path = task.path();
+            let name = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+            if name.starts_with(prefix) {
+                total += cpu_seconds(&path.join("stat")).unwrap_or(0.0);
+            }
+        }
+        Some(total)
+    }
+
+    /// A `kB` field of `/proc/PID/status` (`VmRSS`, `VmHWM`), in bytes.
+    pub fn status_bytes(pid: &str, field: &str) -> Option<u64> {
+        let text = std::fs::read_to_string(Path::new("/proc").join(pid).join("status")).ok()?;
+        let line = text.lines().find(|l| l.starts_with(field))?;
+        let kib: u64 = line
+            .get(field.len()..)?
+            .trim_start_matches(':')
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_the_nearest_rank() {
+        let samples: Vec<Duration> = (1..=100).map(Duration::from_millis).collect();
+        let p = Percentiles::of(&samples);
+        assert_eq!(p.count, 100);
+        assert_eq!(p.p50_ms, Some(50.0));
+        assert_eq!(p.p90_ms, Some(90.0));
+        assert_eq!(p.p99_ms, Some(99.0));
+        assert_eq!(p.max_ms, Some(100.0));
+        assert_eq!(Percentiles::of(&[]).p50_ms, None);
+    }
+
+    #[test]
+    fn client_go_request_metrics_are_summed_by_method() {
+        let page = "# HELP x\nrest_client_requests_total{code=\"200\",host=\"h\",method=\"GET\"} 5\n\
+                    rest_client_requests_total{code=\"201\",host=\"h\",method=\"POST\"} 2\n\
+                    rest_client_requests_total{code=\"404\",host=\"h\",method=\"GET\"} 1\n";
+        let m = scrape_requests(page).unwrap();
+        assert_eq!(m.get("get"), Some(&6));
+        assert_eq!(m.get("post"), Some(&2));
+    }
+
+    #[test]
+    fn our_own_cpu_and_memory_are_readable() {
+        assert!(proc::process_cpu("self").is_some());
+        assert!(proc::status_bytes("self", "VmHWM").is_some_and(|b| b > 0));
+    }
+}

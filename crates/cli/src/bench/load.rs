@@ -1,0 +1,644 @@
+//! The load generator: what kubelets, the scheduler and workload controllers would write,
+//! without any of them. Nodes get zones, allocatable CPU and a Ready condition through
+//! `nodes/status`; pods are created bound to a node (with a container port the Services
+//! target by name), then get their IP, phase Running and Ready condition through
+//! `pods/status`. Pods carry a finalizer of ours so that a delete leaves them terminating, as a
+//! kubelet would while containers stop, until we remove it.
+//!
+//! Every change is first recorded in the [tracker](super::converge), then written, then marked
+//! written, so that the watches can time when the controller reflects it. Writes in one step
+//! go out concurrently but never touch the same pod twice, so the order of our model and the
+//! server's agree.
+
+use super::converge::{lock, Shared};
+use super::model::{NodeModel, PodModel};
+use super::rng::XorShift;
+use anyhow::{Context, Result};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// The finalizer that keeps a deleted pod terminating until the bench lets it go.
+pub const FINALIZER: &str = "bench.kube-endpoints.io/terminating";
+/// The zone label of nodes (and of endpoints).
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+/// The annotation that turns on topology-aware hints.
+pub const TOPOLOGY_MODE: &str = "service.kubernetes.io/topology-mode";
+/// The label selecting a Service's pods.
+const APP_LABEL: &str = "app";
+
+/// Sizes and knobs of the load.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Services.
+    pub services: usize,
+    /// Pods per Service at the start.
+    pub pods_per_service: usize,
+    /// Nodes.
+    pub nodes: usize,
+    /// Zones the nodes are spread over.
+    pub zones: usize,
+    /// Seed of the random picks.
+    pub seed: u64,
+    /// Writes in flight at once.
+    pub concurrency: usize,
+}
+
+/// What the progress line shows, updated as the load runs.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// The current phase.
+    pub phase: Mutex<String>,
+    /// Pod writes done (create, status, delete, finalizer removal).
+    pub pod_writes: AtomicU64,
+}
+
+impl Progress {
+    /// Sets the phase shown.
+    pub fn set_phase(&self, phase: &str) {
+        *self.phase.lock().unwrap_or_else(PoisonError::into_inner) = phase.to_owned();
+    }
+
+    /// The phase shown.
+    pub fn phase(&self) -> String {
+        self.phase
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// One write (or a short sequence of writes to one pod or node).
+#[derive(Debug)]
+enum Op {
+    /// Create a pod, then write its status Ready.
+    StartPod { name: String, model: PodModel },
+    /// Flip a pod's Ready condition.
+    SetReady { name: String, ready: bool },
+    /// Delete a pod; our finalizer keeps it terminating.
+    Terminate { name: String },
+    /// Remove the finalizer of a terminating pod, which lets it go.
+    Finish { name: String },
+    /// Write a node's Ready condition, then (as the node lifecycle controller would) its
+    /// pods' Ready conditions.
+    NodeReady { node: usize, ready: bool },
+    /// Move a node to another zone.
+    NodeZone { node: usize, zone: String },
+}
+
+/// The load generator.
+pub struct Load {
+    client: Client,
+    namespace: String,
+    tracker: Shared,
+    progress: Arc<Progress>,
+    options: LoadOptions,
+    rng: XorShift,
+    pods_made: u64,
+    next_suffix: Vec<u64>,
+}
+
+fn now_rfc3339() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+fn pod_ip(n: u64) -> String {
+    // 10.0.0.0/8 holds 16M pods; the size cap keeps us far below.
+    format!("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255)
+}
+
+fn node_ip(n: usize) -> String {
+    format!("172.16.{}.{}", (n >> 8) & 255, n & 255)
+}
+
+/// Whether an error is worth another try (throttling, server trouble, a dropped connection).
+fn transient(err: &kube::Error) -> bool {
+    match err {
+        kube::Error::Api(status) => matches!(status.code, 409 | 429 | 500 | 502 | 503 | 504),
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
+/// Runs `f` until it succeeds, up to five times on transient errors.
+async fn retry<T, F, Fut>(what: &str, mut f: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = kube::Result<T>>,
+{
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match f().await {
+            Ok(v) => return Ok(v),
+            Err(err) if attempt < 5 && transient(&err) => {
+                tracing::debug!(%err, attempt, what, "retrying");
+                tokio::time::sleep(Duration::from_millis(50 * attempt)).await;
+            }
+            Err(err) => return Err(err).with_context(|| what.to_owned()),
+        }
+    }
+}
+
+impl Load {
+    /// A generator writing into `namespace` with `client`.
+    pub fn new(
+        client: Client,
+        namespace: &str,
+        tracker: Shared,
+        progress: Arc<Progress>,
+        options: LoadOptions,
+    ) -> Self {
+        Self {
+            client,
+            namespace: namespace.to_owned(),
+            tracker,
+            progress,
+            rng: XorShift::new(options.seed),
+            options,
+            pods_made: 0,
+            next_suffix: Vec::new(),
+        }
+    }
+
+    /// Pod writes so far.
+    pub fn pod_writes(&self) -> u64 {
+        self.progress.pod_writes.load(Ordering::Relaxed)
+    }
+
+    /// Creates the namespace; refuses one that exists, so runs never mix.
+    pub async fn create_namespace(&self) -> Result<()> {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": self.namespace}}))?;
+        match api.create(&PostParams::default(), &ns).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 409 => anyhow::bail!(
+                "namespace {} exists; delete it or pass another --namespace",
+                self.namespace
+            ),
+            Err(err) => Err(err).context("creating the bench namespace"),
+        }
+    }
+
+    /// Creates the nodes, spread round-robin over the zones, all Ready.
+    pub async fn create_nodes(&mut self) -> Result<()> {
+        self.progress.set_phase("nodes");
+        {
+            let mut t = lock(&self.tracker);
+            for n in 0..self.options.nodes {
+                t.nodes.push(NodeModel {
+                    name: format!("bench-node-{n:04}"),
+                    zone: format!("bench-zone-{}", n % self.options.zones.max(1)),
+                    ready: true,
+                    zone_changed: false,
+                });
+            }
+        }
+        let api: Api<Node> = Api::all(self.client.clone());
+        let nodes = lock(&self.tracker).nodes.clone();
+        futures::stream::iter(nodes.into_iter().enumerate().map(Ok))
+            .try_for_each_concurrent(self.options.concurrency, |(n, node)| {
+                let api = api.clone();
+                async move {
+                    let object: Node = serde_json::from_value(json!({
+                        "metadata": {"name": node.name, "labels": {
+                            "kubernetes.io/hostname": node.name, ZONE_LABEL: node.zone}},
+                        "spec": {}
+                    }))?;
+                    let post = PostParams::default();
+                    retry("creating a node", || api.create(&post, &object)).await?;
+                    let status = node_status(n, true);
+                    let (params, patch) = (PatchParams::default(), Patch::Merge(&status));
+                    retry("writing node status", || api.patch_status(&node.name, &params, &patch))
+                        .await?;
+                    Ok(())
+                }
+            })
+            .await
+    }
+
+    /// Creates every Service (with `topology-mode: Auto` when `topology_auto`).
+    pub async fn create_services(&mut self, topology_auto: bool) -> Result<()> {
+        self.progress.set_phase("services");
+        let names: Vec<String> = (0..self.options.services)
+            .map(|s| format!("svc-{s:05}"))
+            .collect();
+        {
+            let mut t = lock(&self.tracker);
+            for name in &names {
+                t.add_service(name, topology_auto);
+            }
+        }
+        self.next_suffix = vec![0; names.len()];
+        let api: Api<Service> = Api::namespaced(self.client.clone(), &self.namespace);
+        futures::stream::iter(names.into_iter().map(Ok))
+            .try_for_each_concurrent(self.options.concurrency, |name| {
+                let api = api.clone();
+                async move {
+                    let annotations = if topology_auto {
+                        json!({TOPOLOGY_MODE: "Auto"})
+                    } else {
+                        json!({})
+                    };
+                    let object: Service = serde_json::from_value(json!({
+                        "metadata": {"name": name, "annotations": annotations},
+                        "spec": {"selector": {APP_LABEL: name}, "ports": [
+                            {"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]}
+                    }))?;
+                    let post = PostParams::default();
+                    retry("creating a service", || api.create(&post, &object)).await?;
+                    Ok(())
+                }
+            })
+            .await
+    }
+
+    /// Gives every Service its pods, all becoming Ready.
+    pub async fn fill_services(&mut self) -> Result<()> {
+        self.progress.set_phase("pods");
+        let mut ops = Vec::new();
+        for s in 0..self.options.services {
+            for _ in 0..self.options.pods_per_service {
+                ops.push(self.new_pod(s));
+            }
+        }
+        self.run(ops).await
+    }
+
+    /// Replaces every pod, `batch` per Service at a time, like a Deployment rollout with
+    /// maxSurge `batch` and maxUnavailable 0: new pods start and become Ready, then as many
+    /// old ones are deleted (terminating), and the previous step's terminating pods go.
+    pub async fn rolling(&mut self, batch: usize) -> Result<()> {
+        self.progress.set_phase("rolling");
+        let batch = batch.max(1);
+        let old: Vec<Vec<String>> = (0..self.options.services)
+            .map(|s| self.live_pods(s))
+            .collect();
+        let steps = old.iter().map(Vec::len).max().unwrap_or(0).div_ceil(batch);
+        let mut terminating: Vec<String> = Vec::new();
+        for step in 0..steps {
+            let mut starts = Vec::new();
+            let mut stops = Vec::new();
+            for (s, pods) in old.iter().enumerate() {
+                let from = (step * batch).min(pods.len());
+                let to = ((step + 1) * batch).min(pods.len());
+                for _ in from..to {
+                    starts.push(self.new_pod(s));
+                }
+                for name in &pods[from..to] {
+                    stops.push(Op::Terminate { name: name.clone() });
+                }
+            }
+            self.run(starts).await?;
+            stops.extend(
+                terminating
+                    .drain(..)
+                    .map(|name| Op::Finish { name }),
+            );
+            for op in &stops {
+                if let Op::Terminate { name } = op {
+                    terminating.push(name.clone());
+                }
+            }
+            self.run(stops).await?;
+        }
+        self.run(terminating.into_iter().map(|name| Op::Finish { name }).collect())
+            .await
+    }
+
+    /// Flips the readiness of `churn` random pods, up to 32 distinct pods per step.
+    pub async fn flap(&mut self, churn: usize) -> Result<()> {
+        self.progress.set_phase("flap");
+        let mut left = churn;
+        while left > 0 {
+            let mut picked = BTreeSet::new();
+            let mut ops = Vec::new();
+            for _ in 0..left.min(32) {
+                let s = self.rng.below(self.options.services);
+                let pods = self.live_pods(s);
+                if pods.is_empty() {
+                    continue;
+                }
+                let name = pods[self.rng.below(pods.len())].clone();
+                if !picked.insert(name.clone()) {
+                    continue;
+                }
+                let ready = lock(&self.tracker).pods.get(&name).is_some_and(|p| p.ready);
+                ops.push(Op::SetReady { name, ready: !ready });
+            }
+            left = left.saturating_sub(ops.len().max(1));
+            self.run(ops).await?;
+        }
+        Ok(())
+    }
+
+    /// Scales random Services up and down `churn` times (four Services per step); pods
+    /// scaled away terminate in one step and go in the next.
+    pub async fn scale(&mut self, churn: usize) -> Result<()> {
+        self.progress.set_phase("scale");
+        let m = self.options.pods_per_service.max(1);
+        let mut terminating: Vec<String> = Vec::new();
+        let mut left = churn;
+        while left > 0 {
+            let mut ops: Vec<Op> = terminating.drain(..).map(|name| Op::Finish { name }).collect();
+            let mut picked = BTreeSet::new();
+            for _ in 0..left.min(4) {
+                left -= 1;
+                let s = self.rng.below(self.options.services);
+                if !picked.insert(s) {
+                    continue;
+                }
+                let live = self.live_pods(s);
+                if self.rng.coin() && live.len() > 1 {
+                    let down = 1 + self.rng.below((live.len() / 2).max(1));
+                    for name in live.iter().rev().take(down) {
+                        terminating.push(name.clone());
+                        ops.push(Op::Terminate { name: name.clone() });
+                    }
+                } else {
+                    let up = (1 + self.rng.below((m / 2).max(1))).min((2 * m).saturating_sub(live.len()));
+                    for _ in 0..up {
+                        ops.push(self.new_pod(s));
+                    }
+                }
+            }
+            self.run(ops).await?;
+        }
+        self.run(terminating.into_iter().map(|name| Op::Finish { name }).collect())
+            .await
+    }
+
+    /// `churn` node events: a node goes NotReady (and its pods unready) or comes back, or
+    /// moves to another zone.
+    pub async fn node_churn(&mut self, churn: usize) -> Result<()> {
+        self.progress.set_phase("nodes");
+        let zones = self.options.zones.max(1);
+        for _ in 0..churn {
+            let (count, op) = {
+                let t = lock(&self.tracker);
+                let count = t.nodes.len();
+                let node = self.rng.below(count);
+                let op = match (self.rng.below(3), t.nodes.get(node)) {
+                    (2, Some(n)) => {
+                        let current: usize = n
+                            .zone
+                            .rsplit('-')
+                            .next()
+                            .and_then(|z| z.parse().ok())
+                            .unwrap_or(0);
+                        Op::NodeZone {
+                            node,
+                            zone: format!("bench-zone-{}", (current + 1) % zones),
+                        }
+                    }
+                    (_, Some(n)) => Op::NodeReady { node, ready: !n.ready },
+                    (_, None) => continue,
+                };
+                (count, op)
+            };
+            if count == 0 {
+                break;
+            }
+            self.run(vec![op]).await?;
+        }
+        Ok(())
+    }
+
+    /// Removes our finalizer from every pod left (so a real cluster can delete the namespace).
+    pub async fn release_all(&self) -> Result<()> {
+        let names: Vec<String> = lock(&self.tracker).pods.keys().cloned().collect();
+        self.run(names.into_iter().map(|name| Op::Finish { name }).collect())
+            .await
+    }
+
+    /// Deletes the namespace (after [`Self::release_all`]).
+    pub async fn delete_namespace(&self) -> Result<()> {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        api.delete(&self.namespace, &DeleteParams::default())
+            .await
+            .context("deleting the bench namespace")?;
+        Ok(())
+    }
+
+    /// Names of the Service's pods that are not terminating, oldest first.
+    fn live_pods(&self, service: usize) -> Vec<String> {
+        let t = lock(&self.tracker);
+        t.services
+            .get(service)
+            .map(|s| {
+                s.pods
+                    .iter()
+                    .filter(|p| t.pods.get(*p).is_some_and(|m| !m.terminating))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn new_pod(&mut self, service: usize) -> Op {
+        let suffix = self.next_suffix.get(service).copied().unwrap_or(0);
+        if let Some(n) = self.next_suffix.get_mut(service) {
+            *n += 1;
+        }
+        self.pods_made += 1;
+        let node = (self.pods_made as usize) % self.options.nodes.max(1);
+        let name = format!("svc-{service:05}-{suffix:05}");
+        Op::StartPod {
+            name,
+            model: PodModel {
+                service,
+                node,
+                ip: Some(pod_ip(self.pods_made)),
+                ready: true,
+                terminating: false,
+            },
+        }
+    }
+
+    async fn run(&self, ops: Vec<Op>) -> Result<()> {
+        futures::stream::iter(ops.into_iter().map(Ok))
+            .try_for_each_concurrent(self.options.concurrency, |op| self.apply(op))
+            .await
+    }
+
+    async fn apply(&self, op: Op) -> Result<()> {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.namespace);
+        match op {
+            Op::StartPod { name, model } => {
+                let (service_name, node) = {
+                    let t = lock(&self.tracker);
+                    let service = t.services.get(model.service).map(|s| s.name.clone());
+                    let node = t.nodes.get(model.node).map(|n| n.name.clone());
+                    (service, node)
+                };
+                let service_name = service_name.context("pod of an unknown service")?;
+                let node = node.context("pod on an unknown node")?;
+                let object: Pod = serde_json::from_value(json!({
+                    "metadata": {"name": name, "labels": {APP_LABEL: service_name},
+                                 "finalizers": [FINALIZER]},
+                    "spec": {"nodeName": node, "containers": [{
+                        "name": "app", "image": "registry.k8s.io/pause:3.10",
+                        "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]}]}
+                }))?;
+                let created = PodModel {
+                    ip: None,
+                    ready: false,
+                    ..model.clone()
+                };
+                lock(&self.tracker).set_pod(&name, Some(created), Instant::now());
+                let post = PostParams::default();
+                retry("creating a pod", || pods.create(&post, &object)).await?;
+                self.progress.pod_writes.fetch_add(1, Ordering::Relaxed);
+                let ip = model.ip.clone().unwrap_or_default();
+                let status = pod_status(&ip, &node_ip(model.node), model.ready);
+                self.write_pod_status(&pods, &name, model, &status).await
+            }
+            Op::SetReady { name, ready } => {
+                let Some(mut model) = lock(&self.tracker).pods.get(&name).cloned() else {
+                    return Ok(());
+                };
+                model.ready = ready;
+                let ip = model.ip.clone().unwrap_or_default();
+                let status = pod_status(&ip, &node_ip(model.node), ready);
+                self.write_pod_status(&pods, &name, model, &status).await
+            }
+            Op::Terminate { name } => {
+                let Some(mut model) = lock(&self.tracker).pods.get(&name).cloned() else {
+                    return Ok(());
+                };
+                model.terminating = true;
+                lock(&self.tracker).set_pod(&name, Some(model), Instant::now());
+                let params = DeleteParams {
+                    grace_period_seconds: Some(0),
+                    ..DeleteParams::default()
+                };
+                retry("deleting a pod", || pods.delete(&name, &params)).await?;
+                self.done(&name);
+                Ok(())
+            }
+            Op::Finish { name } => {
+                if !lock(&self.tracker).pods.contains_key(&name) {
+                    return Ok(());
+                }
+                lock(&self.tracker).set_pod(&name, None, Instant::now());
+                let patch = json!({"metadata": {"finalizers": null}});
+                match pods
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(_) => {}
+                    // Gone already (a real cluster may have finished the delete itself).
+                    Err(kube::Error::Api(s)) if s.code == 404 => {}
+                    Err(err) => return Err(err).context("removing a pod's finalizer"),
+                }
+                self.done(&name);
+                Ok(())
+            }
+            Op::NodeReady { node, ready } => {
+                let name = {
+                    let mut t = lock(&self.tracker);
+                    let Some(n) = t.nodes.get_mut(node) else {
+                        return Ok(());
+                    };
+                    n.ready = ready;
+                    n.name.clone()
+                };
+                let api: Api<Node> = Api::all(self.client.clone());
+                let status = node_status(node, ready);
+                let (params, patch) = (PatchParams::default(), Patch::Merge(&status));
+                retry("writing node status", || api.patch_status(&name, &params, &patch)).await?;
+                let on_node: Vec<String> = {
+                    let t = lock(&self.tracker);
+                    t.pods
+                        .iter()
+                        .filter(|(_, p)| p.node == node && !p.terminating && p.ready != ready)
+                        .map(|(n, _)| n.clone())
+                        .collect()
+                };
+                futures::stream::iter(on_node)
+                    .map(|name| Ok(Op::SetReady { name, ready }))
+                    .try_for_each_concurrent(self.options.concurrency, |op| self.apply_pod(op))
+                    .await
+            }
+            Op::NodeZone { node, zone } => {
+                let Some(name) = lock(&self.tracker).nodes.get(node).map(|n| n.name.clone()) else {
+                    return Ok(());
+                };
+                lock(&self.tracker).set_node_zone(node, &zone, Instant::now());
+                let api: Api<Node> = Api::all(self.client.clone());
+                let labels = json!({"metadata": {"labels": {ZONE_LABEL: zone}}});
+                let (params, patch) = (PatchParams::default(), Patch::Merge(&labels));
+                retry("relabelling a node", || api.patch(&name, &params, &patch)).await?;
+                Ok(())
+            }
+        }
+    }
+
+    /// [`Self::apply`] for the pod ops a node op fans out to (boxed: `apply` is recursive).
+    fn apply_pod(&self, op: Op) -> futures::future::BoxFuture<'_, Result<()>> {
+        Box::pin(self.apply(op))
+    }
+
+    async fn write_pod_status(
+        &self,
+        pods: &Api<Pod>,
+        name: &str,
+        model: PodModel,
+        status: &Value,
+    ) -> Result<()> {
+        lock(&self.tracker).set_pod(name, Some(model), Instant::now());
+        let (params, patch) = (PatchParams::default(), Patch::Merge(status));
+        retry("writing pod status", || pods.patch_status(name, &params, &patch)).await?;
+        self.done(name);
+        Ok(())
+    }
+
+    fn done(&self, pod: &str) {
+        lock(&self.tracker).written(pod, Instant::now());
+        self.progress.pod_writes.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn pod_status(ip: &str, host_ip: &str, ready: bool) -> Value {
+    let now = now_rfc3339();
+    let ready = if ready { "True" } else { "False" };
+    json!({"status": {
+        "phase": "Running",
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "startTime": now,
+        "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+            {"type": "Initialized", "status": "True", "lastTransitionTime": now},
+            {"type": "ContainersReady", "status": ready, "lastTransitionTime": now},
+            {"type": "Ready", "status": ready, "lastTransitionTime": now}
+        ]
+    }})
+}
+
+fn node_status(n: usize, ready: bool) -> Value {
+    let now = now_rfc3339();
+    let resources = json!({"cpu": "4", "memory": "16Gi", "pods": "110"});
+    json!({"status": {
+        "capacity": resources,
+        "allocatable": resources,
+        "addresses": [{"type": "InternalIP", "address": node_ip(n)}],
+        "conditions": [{
+            "type": "Ready",
+            "status": if ready { "True" } else { "False" },
+            "reason": if ready { "KubeletReady" } else { "NodeStatusUnknown" },
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now
+        }]
+    }})
+}
