@@ -352,7 +352,8 @@ impl Tracker {
     }
 
     fn check(&self, service: usize) -> Result<(), String> {
-        let (Some(track), Some(slices)) = (self.services.get(service), self.by_service.get(service))
+        let (Some(track), Some(slices)) =
+            (self.services.get(service), self.by_service.get(service))
         else {
             return Err("unknown service".into());
         };
@@ -360,13 +361,19 @@ impl Tracker {
             return Err("no managed EndpointSlice".into());
         }
         if slices.duplicates > 0 {
-            return Err(format!("{} endpoint(s) in more than one slice", slices.duplicates));
+            return Err(format!(
+                "{} endpoint(s) in more than one slice",
+                slices.duplicates
+            ));
         }
         let Some(Some(endpoints)) = self.endpoints.get(service) else {
             return Err("no Endpoints object".into());
         };
         if endpoints.duplicates > 0 {
-            return Err(format!("{} duplicate Endpoints address(es)", endpoints.duplicates));
+            return Err(format!(
+                "{} duplicate Endpoints address(es)",
+                endpoints.duplicates
+            ));
         }
         let (mut in_slices, mut in_endpoints) = (0, 0);
         for name in &track.pods {
@@ -379,7 +386,9 @@ impl Tracker {
                 match slices.union.get(name) {
                     Some(seen) if seen.matches(&expected) => {}
                     Some(seen) => {
-                        return Err(format!("slice endpoint {name} is {seen:?}, expected {expected:?}"))
+                        return Err(format!(
+                            "slice endpoint {name} is {seen:?}, expected {expected:?}"
+                        ))
                     }
                     None => return Err(format!("pod {name} missing from the slices")),
                 }
@@ -389,7 +398,9 @@ impl Tracker {
                 match endpoints.addresses.get(name) {
                     Some(seen) if *seen == expected => {}
                     Some(seen) => {
-                        return Err(format!("Endpoints address {name} is {seen:?}, expected {expected:?}"))
+                        return Err(format!(
+                            "Endpoints address {name} is {seen:?}, expected {expected:?}"
+                        ))
                     }
                     None => return Err(format!("pod {name} missing from Endpoints")),
                 }
@@ -458,7 +469,8 @@ impl Tracker {
         if label(MANAGED_BY_LABEL) != Some(MANAGED_BY_CONTROLLER) {
             return;
         }
-        let Some(&service) = label(SERVICE_NAME_LABEL).and_then(|s| self.service_index.get(s)) else {
+        let Some(&service) = label(SERVICE_NAME_LABEL).and_then(|s| self.service_index.get(s))
+        else {
             return;
         };
         let endpoints = slice
@@ -593,7 +605,10 @@ impl Tracker {
         };
         let mut seen = ServiceEndpoints::default();
         for subset in e.subsets.iter().flatten() {
-            let lists = [(&subset.addresses, true), (&subset.not_ready_addresses, false)];
+            let lists = [
+                (&subset.addresses, true),
+                (&subset.not_ready_addresses, false),
+            ];
             for (list, ready) in lists {
                 for a in list.iter().flatten() {
                     let key = a

@@ -19,7 +19,10 @@ pub struct RequestCounter(Arc<Mutex<Counts>>);
 impl RequestCounter {
     /// The counts so far.
     pub fn snapshot(&self) -> Counts {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn add(&self, key: (String, String)) {
@@ -146,7 +149,10 @@ mod tests {
     fn requests_are_classified_like_the_api_server_counts_them() {
         assert_eq!(c("GET", "/api/v1/namespaces/a/pods"), k("list", "pods"));
         assert_eq!(
-            c("GET", "/api/v1/namespaces/a/pods?watch=true&resourceVersion=1"),
+            c(
+                "GET",
+                "/api/v1/namespaces/a/pods?watch=true&resourceVersion=1"
+            ),
             k("watch", "pods")
         );
         assert_eq!(
@@ -154,12 +160,21 @@ mod tests {
             k("patch", "pods/status")
         );
         assert_eq!(
-            c("PUT", "/apis/discovery.k8s.io/v1/namespaces/a/endpointslices/s"),
+            c(
+                "PUT",
+                "/apis/discovery.k8s.io/v1/namespaces/a/endpointslices/s"
+            ),
             k("update", "endpointslices")
         );
         assert_eq!(c("POST", "/api/v1/namespaces"), k("create", "namespaces"));
-        assert_eq!(c("DELETE", "/api/v1/namespaces/a"), k("delete", "namespaces"));
-        assert_eq!(c("PATCH", "/api/v1/nodes/n/status"), k("patch", "nodes/status"));
+        assert_eq!(
+            c("DELETE", "/api/v1/namespaces/a"),
+            k("delete", "namespaces")
+        );
+        assert_eq!(
+            c("PATCH", "/api/v1/nodes/n/status"),
+            k("patch", "nodes/status")
+        );
         assert_eq!(c("GET", "/api"), None);
         assert_eq!(c("GET", "/version"), None);
     }

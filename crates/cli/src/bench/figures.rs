@@ -178,10 +178,16 @@ impl Report {
             ),
             ("setup".into(), format!("{}s", self.setup_seconds)),
             ("load written in".into(), opt(self.load_seconds, "s")),
-            ("time to convergence".into(), opt(self.convergence_seconds, "s")),
+            (
+                "time to convergence".into(),
+                opt(self.convergence_seconds, "s"),
+            ),
             ("pod writes".into(), self.pod_writes.to_string()),
         ];
-        for (name, l) in [("slices", &self.slice_latency), ("endpoints", &self.endpoints_latency)] {
+        for (name, l) in [
+            ("slices", &self.slice_latency),
+            ("endpoints", &self.endpoints_latency),
+        ] {
             let p = &l.latency;
             rows.push((
                 format!("{name} latency p50/p90/p99/max"),
@@ -212,7 +218,10 @@ impl Report {
         }
         let gen: u64 = self.load_generator_requests.values().sum();
         rows.push(("load generator requests".into(), gen.to_string()));
-        for (name, w) in [("EndpointSlice", &self.slice_writes), ("Endpoints", &self.endpoints_writes)] {
+        for (name, w) in [
+            ("EndpointSlice", &self.slice_writes),
+            ("Endpoints", &self.endpoints_writes),
+        ] {
             rows.push((
                 format!("{name} writes seen"),
                 format!(
@@ -231,7 +240,9 @@ impl Report {
         ));
         rows.push(("process cpu".into(), opt(res.process_cpu_seconds, "s")));
         let mib = |b: Option<u64>| {
-            b.map_or("n/a".to_owned(), |b| format!("{:.1} MiB", b as f64 / 1048576.0))
+            b.map_or("n/a".to_owned(), |b| {
+                format!("{:.1} MiB", b as f64 / 1048576.0)
+            })
         };
         rows.push((
             "peak rss".into(),
@@ -362,7 +373,8 @@ mod tests {
 
     #[test]
     fn client_go_request_metrics_are_summed_by_method() {
-        let page = "# HELP x\nrest_client_requests_total{code=\"200\",host=\"h\",method=\"GET\"} 5\n\
+        let page =
+            "# HELP x\nrest_client_requests_total{code=\"200\",host=\"h\",method=\"GET\"} 5\n\
                     rest_client_requests_total{code=\"201\",host=\"h\",method=\"POST\"} 2\n\
                     rest_client_requests_total{code=\"404\",host=\"h\",method=\"GET\"} 1\n";
         let m = scrape_requests(page).unwrap();

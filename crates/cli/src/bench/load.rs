@@ -217,8 +217,10 @@ impl Load {
                     retry("creating a node", || api.create(&post, &object)).await?;
                     let status = node_status(n, true);
                     let (params, patch) = (PatchParams::default(), Patch::Merge(&status));
-                    retry("writing node status", || api.patch_status(&node.name, &params, &patch))
-                        .await?;
+                    retry("writing node status", || {
+                        api.patch_status(&node.name, &params, &patch)
+                    })
+                    .await?;
                     Ok(())
                 }
             })
@@ -298,11 +300,7 @@ impl Load {
                 }
             }
             self.run(starts).await?;
-            stops.extend(
-                terminating
-                    .drain(..)
-                    .map(|name| Op::Finish { name }),
-            );
+            stops.extend(terminating.drain(..).map(|name| Op::Finish { name }));
             for op in &stops {
                 if let Op::Terminate { name } = op {
                     terminating.push(name.clone());
@@ -310,8 +308,13 @@ impl Load {
             }
             self.run(stops).await?;
         }
-        self.run(terminating.into_iter().map(|name| Op::Finish { name }).collect())
-            .await
+        self.run(
+            terminating
+                .into_iter()
+                .map(|name| Op::Finish { name })
+                .collect(),
+        )
+        .await
     }
 
     /// Flips the readiness of `churn` random pods, up to 32 distinct pods per step.
@@ -332,7 +335,10 @@ impl Load {
                     continue;
                 }
                 let ready = lock(&self.tracker).pods.get(&name).is_some_and(|p| p.ready);
-                ops.push(Op::SetReady { name, ready: !ready });
+                ops.push(Op::SetReady {
+                    name,
+                    ready: !ready,
+                });
             }
             left = left.saturating_sub(ops.len().max(1));
             self.run(ops).await?;
@@ -348,7 +354,10 @@ impl Load {
         let mut terminating: Vec<String> = Vec::new();
         let mut left = churn;
         while left > 0 {
-            let mut ops: Vec<Op> = terminating.drain(..).map(|name| Op::Finish { name }).collect();
+            let mut ops: Vec<Op> = terminating
+                .drain(..)
+                .map(|name| Op::Finish { name })
+                .collect();
             let mut picked = BTreeSet::new();
             for _ in 0..left.min(4) {
                 left -= 1;
@@ -364,7 +373,8 @@ impl Load {
                         ops.push(Op::Terminate { name: name.clone() });
                     }
                 } else {
-                    let up = (1 + self.rng.below((m / 2).max(1))).min((2 * m).saturating_sub(live.len()));
+                    let up = (1 + self.rng.below((m / 2).max(1)))
+                        .min((2 * m).saturating_sub(live.len()));
                     for _ in 0..up {
                         ops.push(self.new_pod(s));
                     }
@@ -372,8 +382,13 @@ impl Load {
             }
             self.run(ops).await?;
         }
-        self.run(terminating.into_iter().map(|name| Op::Finish { name }).collect())
-            .await
+        self.run(
+            terminating
+                .into_iter()
+                .map(|name| Op::Finish { name })
+                .collect(),
+        )
+        .await
     }
 
     /// `churn` node events: a node goes NotReady (and its pods unready) or comes back, or
@@ -399,7 +414,10 @@ impl Load {
                             zone: format!("bench-zone-{}", (current + 1) % zones),
                         }
                     }
-                    (_, Some(n)) => Op::NodeReady { node, ready: !n.ready },
+                    (_, Some(n)) => Op::NodeReady {
+                        node,
+                        ready: !n.ready,
+                    },
                     (_, None) => continue,
                 };
                 (count, op)
@@ -554,7 +572,10 @@ impl Load {
                 let api: Api<Node> = Api::all(self.client.clone());
                 let status = node_status(node, ready);
                 let (params, patch) = (PatchParams::default(), Patch::Merge(&status));
-                retry("writing node status", || api.patch_status(&name, &params, &patch)).await?;
+                retry("writing node status", || {
+                    api.patch_status(&name, &params, &patch)
+                })
+                .await?;
                 let on_node: Vec<String> = {
                     let t = lock(&self.tracker);
                     t.pods
@@ -596,7 +617,10 @@ impl Load {
     ) -> Result<()> {
         lock(&self.tracker).set_pod(name, Some(model), Instant::now());
         let (params, patch) = (PatchParams::default(), Patch::Merge(status));
-        retry("writing pod status", || pods.patch_status(name, &params, &patch)).await?;
+        retry("writing pod status", || {
+            pods.patch_status(name, &params, &patch)
+        })
+        .await?;
         self.done(name);
         Ok(())
     }

@@ -241,7 +241,11 @@ impl EmbeddedController {
 }
 
 /// The load generator's client: its own rate limit, and a counter of its requests.
-async fn generator_client(kubeconfig: &Path, qps: f64, counter: &RequestCounter) -> Result<kube::Client> {
+async fn generator_client(
+    kubeconfig: &Path,
+    qps: f64,
+    counter: &RequestCounter,
+) -> Result<kube::Client> {
     use kube::config::{KubeConfigOptions, Kubeconfig};
     let file = Kubeconfig::read_from(kubeconfig)
         .with_context(|| format!("reading {}", kubeconfig.display()))?;
@@ -264,7 +268,9 @@ async fn http_get(url: &str) -> Result<String> {
     let rest = url
         .strip_prefix("http://")
         .context("--controller-metrics must be an http:// URL")?;
-    let (host, path) = rest.split_once('/').map_or((rest, "/".to_owned()), |(h, p)| (h, format!("/{p}")));
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_owned()), |(h, p)| (h, format!("/{p}")));
     let mut stream = tokio::net::TcpStream::connect(host)
         .await
         .with_context(|| format!("connecting to {host}"))?;
@@ -312,7 +318,10 @@ pub async fn run(options: Options) -> Result<Report> {
                 .await
                 .context("starting the embedded API server")?;
             let path = options.write_kubeconfig.clone().unwrap_or_else(|| {
-                std::env::temp_dir().join(format!("kube-endpoints-bench-{}.kubeconfig", std::process::id()))
+                std::env::temp_dir().join(format!(
+                    "kube-endpoints-bench-{}.kubeconfig",
+                    std::process::id()
+                ))
             });
             handle
                 .write_kubeconfig(&path)
@@ -330,17 +339,29 @@ pub async fn run(options: Options) -> Result<Report> {
     let progress = Arc::new(Progress::default());
     let peak_rss = Arc::new(AtomicU64::new(0));
     let target = proc_target(&options);
-    let server_counts = || server.as_ref().map(|s| s.request_counts()).unwrap_or_default();
+    let server_counts = || {
+        server
+            .as_ref()
+            .map(|s| s.request_counts())
+            .unwrap_or_default()
+    };
 
     let progress_task = {
-        let (tracker, progress, peak_rss, target) =
-            (tracker.clone(), progress.clone(), peak_rss.clone(), target.clone());
+        let (tracker, progress, peak_rss, target) = (
+            tracker.clone(),
+            progress.clone(),
+            peak_rss.clone(),
+            target.clone(),
+        );
         let print = options.progress;
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             loop {
                 tick.tick().await;
-                if let Some(rss) = target.as_deref().and_then(|t| proc::status_bytes(t, "VmRSS")) {
+                if let Some(rss) = target
+                    .as_deref()
+                    .and_then(|t| proc::status_bytes(t, "VmRSS"))
+                {
                     peak_rss.fetch_max(rss, Ordering::Relaxed);
                 }
                 if print {
@@ -423,11 +444,19 @@ pub async fn run(options: Options) -> Result<Report> {
         (Some(_), _) => {
             let server_delta = count::difference(&server_counts(), &marks.server_counts);
             let own = count::difference(&server_delta, &generator);
-            figures::requests("embedded API server counters minus the load generator's", &own)
+            figures::requests(
+                "embedded API server counters minus the load generator's",
+                &own,
+            )
         }
-        (None, Some(url)) => match http_get(url).await.map(|page| figures::scrape_requests(&page)) {
+        (None, Some(url)) => match http_get(url)
+            .await
+            .map(|page| figures::scrape_requests(&page))
+        {
             Ok(Some(by_method)) => figures::Requests {
-                source: format!("rest_client_requests_total from {url}, by method, whole process life"),
+                source: format!(
+                    "rest_client_requests_total from {url}, by method, whole process life"
+                ),
                 total: Some(by_method.values().sum()),
                 by_verb_resource: Default::default(),
                 by_verb: by_method,
@@ -446,11 +475,15 @@ pub async fn run(options: Options) -> Result<Report> {
             ..Default::default()
         },
     };
-    if let Some(rss) = target.as_deref().and_then(|t| proc::status_bytes(t, "VmRSS")) {
+    if let Some(rss) = target
+        .as_deref()
+        .and_then(|t| proc::status_bytes(t, "VmRSS"))
+    {
         peak_rss.fetch_max(rss, Ordering::Relaxed);
     }
     let cpu_delta = |now: Option<f64>, then: Option<f64>| {
-        now.zip(then).map(|(n, t)| ((n - t).max(0.0) * 100.0).round() / 100.0)
+        now.zip(then)
+            .map(|(n, t)| ((n - t).max(0.0) * 100.0).round() / 100.0)
     };
     let resources = Resources {
         cpu_seconds: cpu_delta(controller_cpu(&options), marks.controller_cpu),
@@ -466,10 +499,16 @@ pub async fn run(options: Options) -> Result<Report> {
             marks.process_cpu,
         ),
         peak_rss_bytes: Some(peak_rss.load(Ordering::Relaxed)).filter(|b| *b > 0),
-        vm_hwm_bytes: target.as_deref().and_then(|t| proc::status_bytes(t, "VmHWM")),
+        vm_hwm_bytes: target
+            .as_deref()
+            .and_then(|t| proc::status_bytes(t, "VmHWM")),
         memory_note: match options.controller {
-            ControllerMode::Embedded => "the whole bench process: embedded API server, load generator and controller".into(),
-            ControllerMode::External if options.controller_pid.is_some() => "the controller process; VmHWM covers its whole life".into(),
+            ControllerMode::Embedded => {
+                "the whole bench process: embedded API server, load generator and controller".into()
+            }
+            ControllerMode::External if options.controller_pid.is_some() => {
+                "the controller process; VmHWM covers its whole life".into()
+            }
             ControllerMode::External => "n/a: pass --controller-pid".into(),
         },
     };
@@ -495,7 +534,9 @@ pub async fn run(options: Options) -> Result<Report> {
             api_server: options
                 .kubeconfig
                 .as_ref()
-                .map_or("embedded (in this process, 127.0.0.1)".into(), |p| p.display().to_string()),
+                .map_or("embedded (in this process, 127.0.0.1)".into(), |p| {
+                    p.display().to_string()
+                }),
             converged: t.converged() && !timed_out,
             timed_out,
             setup_seconds: figures::seconds(marks.setup),
@@ -545,7 +586,9 @@ pub async fn run(options: Options) -> Result<Report> {
         };
         match tokio::time::timeout(Duration::from_secs(120), cleanup).await {
             Ok(Ok(())) => {}
-            Ok(Err(err)) => tracing::warn!(error = %format!("{err:#}"), "cleaning up the bench namespace failed"),
+            Ok(Err(err)) => {
+                tracing::warn!(error = %format!("{err:#}"), "cleaning up the bench namespace failed")
+            }
             Err(_) => tracing::warn!("cleaning up the bench namespace took over 120s; left as is"),
         }
     }
@@ -562,7 +605,10 @@ pub async fn run(options: Options) -> Result<Report> {
 }
 
 /// The run itself, from waiting for the controller to convergence; cancelled on timeout.
-#[expect(clippy::too_many_arguments, reason = "the run's parts, borrowed once by its one caller")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the run's parts, borrowed once by its one caller"
+)]
 async fn drive(
     options: &Options,
     churn: usize,
@@ -601,7 +647,8 @@ async fn drive(
     }
     load.create_nodes().await?;
     if options.scenario != Scenario::Create {
-        load.create_services(options.scenario == Scenario::Nodes).await?;
+        load.create_services(options.scenario == Scenario::Nodes)
+            .await?;
         load.fill_services().await?;
         lock(tracker).set_load_done(Instant::now());
         wait_converged(tracker).await;
@@ -609,7 +656,9 @@ async fn drive(
     *marks = Marks {
         start: Instant::now(),
         load_end: None,
-        server_counts: server.map(apiserver::ApiServer::request_counts).unwrap_or_default(),
+        server_counts: server
+            .map(apiserver::ApiServer::request_counts)
+            .unwrap_or_default(),
         generator_counts: counter.snapshot(),
         controller_cpu: controller_cpu(options),
         process_cpu: proc_target(options).as_deref().and_then(proc::process_cpu),

@@ -137,6 +137,9 @@ mod tests {
 
     #[test]
     fn an_unready_pod_goes_to_not_ready_addresses() {
-        assert_eq!(pod(false, false).in_endpoints().map(|a| a.ready), Some(false));
+        assert_eq!(
+            pod(false, false).in_endpoints().map(|a| a.ready),
+            Some(false)
+        );
     }
 }

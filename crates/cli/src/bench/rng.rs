@@ -8,7 +8,11 @@ pub struct XorShift(u64);
 impl XorShift {
     /// A generator from `seed`; zero, a fixed point of xorshift, is replaced.
     pub fn new(seed: u64) -> Self {
-        Self(if seed == 0 { 0x9E37_79B9_7F4A_7C15 } else { seed })
+        Self(if seed == 0 {
+            0x9E37_79B9_7F4A_7C15
+        } else {
+            seed
+        })
     }
 
     /// The next 64 random bits.
