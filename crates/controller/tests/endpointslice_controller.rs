@@ -10,8 +10,8 @@ use kube::api::PostParams;
 use reconcile::topology::messages;
 use serde_json::json;
 use support::{
-    conditions, endpoint_of, node, pod, pod_names, ports, service, slices_only, strings,
-    TestCluster, ZONE_LABEL,
+    conditions, endpoint_of, node, pod, pod_names, ports, ready_transition, service, slices_only,
+    strings, trigger_time, TestCluster, ZONE_LABEL,
 };
 
 const NS: &str = "default";
@@ -897,5 +897,210 @@ async fn slices_converge_to_the_plan_from_scratch_after_a_sequence_of_edits() ->
 
     cluster.wait_for_planned_slices(NS, "web").await;
     cluster.wait_for_planned_slices(NS, "api").await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn slice_trigger_time_is_the_service_creation_then_the_pod_readiness_change(
+) -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    let svc = cluster
+        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
+        .await?;
+    cluster
+        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1"))
+        .await?;
+    let _controllers = cluster.run_controllers(slices_only()).await;
+    let slices = cluster
+        .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
+        .await;
+    let created = svc.metadata.creation_timestamp.map(|t| t.0);
+    assert_eq!(trigger_time(&slices[0].metadata), created);
+
+    // Transition times have second precision: use one surely later than the pod's creation.
+    let since: k8s_openapi::jiff::Timestamp = "2100-01-01T00:00:00Z".parse()?;
+    cluster
+        .set_pod_ready_since(NS, "web-1", true, since)
+        .await?;
+    let became_ready = ready_transition(&cluster.pods(NS).get("web-1").await?);
+    assert_eq!(became_ready, Some(since));
+    cluster
+        .wait_for_slices(NS, "web", "the readiness change as trigger time", |s| {
+            endpoint_of(s, "web-1").is_some_and(|e| conditions(&e).0 == Some(true))
+                && trigger_time(&s[0].metadata) == became_ready
+        })
+        .await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn headless_service_slices_carry_the_headless_label() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(
+            &service("web")
+                .selector("app", "web")
+                .headless()
+                .port("http", 80, 8080),
+        )
+        .await?;
+    cluster
+        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
+        .await?;
+    let _controllers = cluster.run_controllers(slices_only()).await;
+    let slices = cluster
+        .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
+        .await;
+    assert_eq!(
+        label(&slices[0], "service.kubernetes.io/headless"),
+        Some("")
+    );
+    cluster.wait_for_planned_slices(NS, "web").await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn publish_not_ready_addresses_marks_not_ready_pods_ready_in_slices() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(
+            &service("web")
+                .selector("app", "web")
+                .publish_not_ready_addresses()
+                .port("http", 80, 8080),
+        )
+        .await?;
+    cluster
+        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(false))
+        .await?;
+    let _controllers = cluster.run_controllers(slices_only()).await;
+    let slices = cluster
+        .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
+        .await;
+    let endpoint = endpoint_of(&slices, "web-1").expect("web-1 has an endpoint");
+    assert_eq!(
+        conditions(&endpoint),
+        (Some(true), Some(false), Some(false))
+    );
+    cluster.wait_for_planned_slices(NS, "web").await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn services_without_selector_and_external_name_services_get_no_slices() -> anyhow::Result<()>
+{
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(&service("manual").port("http", 80, 8080))
+        .await?;
+    cluster
+        .create_service(
+            &service("external")
+                .selector("app", "web")
+                .external_name("example.com")
+                .port("http", 80, 8080),
+        )
+        .await?;
+    cluster
+        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
+        .await?;
+    let controllers = cluster.run_controllers(slices_only()).await;
+    // A barrier: once a later Service has its slice, the earlier ones were synced.
+    cluster
+        .create_service(
+            &service("barrier")
+                .selector("app", "web")
+                .port("http", 80, 8080),
+        )
+        .await?;
+    cluster
+        .wait_for_slices(NS, "barrier", "web-1", |s| pod_names(s) == ["web-1"])
+        .await;
+    assert!(cluster.managed_slices(NS, "manual").await?.is_empty());
+    assert!(cluster.managed_slices(NS, "external").await?.is_empty());
+    assert_eq!(controllers.slice_syncs("error"), 0.0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn service_being_deleted_gets_no_new_slices() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(
+            &service("web")
+                .selector("app", "web")
+                .finalizer("example.com/hold")
+                .port("http", 80, 8080),
+        )
+        .await?;
+    cluster.delete_service(NS, "web").await?;
+    cluster
+        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
+        .await?;
+    let controllers = cluster.run_controllers(slices_only()).await;
+    cluster
+        .create_service(
+            &service("barrier")
+                .selector("app", "web")
+                .port("http", 80, 8080),
+        )
+        .await?;
+    cluster
+        .wait_for_slices(NS, "barrier", "web-1", |s| pod_names(s) == ["web-1"])
+        .await;
+    assert!(cluster.managed_slices(NS, "web").await?.is_empty());
+    assert_eq!(controllers.slice_syncs("error"), 0.0);
+    Ok(())
+}
+
+#[tokio::test]
+async fn max_endpoints_per_slice_spreads_endpoints_over_several_slices() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
+        .await?;
+    for i in 0..5 {
+        cluster
+            .create_pod(
+                &pod(&format!("web-{i}"))
+                    .label("app", "web")
+                    .ip(&format!("10.0.0.{}", i + 1))
+                    .ready(true),
+            )
+            .await?;
+    }
+    let mut options = slices_only();
+    options.settings.max_endpoints_per_slice = 2;
+    let _controllers = cluster.run_controllers(options).await;
+    let slices = cluster
+        .wait_for_slices(NS, "web", "five endpoints", |s| pod_names(s).len() == 5)
+        .await;
+    let mut sizes: Vec<usize> = slices.iter().map(|s| s.endpoints.len()).collect();
+    sizes.sort();
+    assert_eq!(sizes, [1, 2, 2]);
+    cluster.wait_for_planned_slices_with(NS, "web", 2).await;
+
+    cluster.delete_pod(NS, "web-0").await?;
+    cluster.delete_pod(NS, "web-1").await?;
+    cluster
+        .wait_for_slices(NS, "web", "three endpoints", |s| pod_names(s).len() == 3)
+        .await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn controllers_stop_cleanly_when_shut_down() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
+        .await?;
+    let controllers = cluster.run_controllers(support::options()).await;
+    assert!(controllers.readiness.is_ready());
+    cluster
+        .wait_for_slices(NS, "web", "a placeholder", |s| s.len() == 1)
+        .await;
+    let readiness = controllers.readiness.clone();
+    controllers.stop().await;
+    assert!(!readiness.is_ready(), "not ready once stopped");
     Ok(())
 }

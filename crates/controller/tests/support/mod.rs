@@ -126,6 +126,8 @@ pub struct Controllers {
     task: JoinHandle<Result<(), controller::RunError>>,
     /// Their metrics.
     pub registry: Registry,
+    /// What `/readyz` would answer.
+    pub readiness: Readiness,
 }
 
 impl Controllers {
@@ -238,6 +240,7 @@ impl TestCluster {
             shutdown,
             task,
             registry,
+            readiness,
         }
     }
 
@@ -329,6 +332,23 @@ impl TestCluster {
     /// Sets a pod's Ready condition through the status subresource.
     pub async fn set_pod_ready(&self, ns: &str, name: &str, ready: bool) -> anyhow::Result<()> {
         let status = json!({"status": {"conditions": [ready_condition(ready)]}});
+        self.pods(ns)
+            .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+            .await?;
+        Ok(())
+    }
+
+    /// Sets a pod's Ready condition with an explicit lastTransitionTime.
+    pub async fn set_pod_ready_since(
+        &self,
+        ns: &str,
+        name: &str,
+        ready: bool,
+        since: k8s_openapi::jiff::Timestamp,
+    ) -> anyhow::Result<()> {
+        let mut condition = ready_condition(ready);
+        condition["lastTransitionTime"] = json!(since.to_string());
+        let status = json!({"status": {"conditions": [condition]}});
         self.pods(ns)
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
             .await?;
@@ -573,10 +593,21 @@ impl TestCluster {
     /// Waits until the managed slices of `service` equal, modulo [`comparable_slices`],
     /// what `plan_slices` computes for the stored objects from scratch.
     pub async fn wait_for_planned_slices(&self, ns: &str, service: &str) {
+        self.wait_for_planned_slices_with(ns, service, 100).await;
+    }
+
+    /// [`Self::wait_for_planned_slices`] for a controller run with another
+    /// `--max-endpoints-per-slice`.
+    pub async fn wait_for_planned_slices_with(
+        &self,
+        ns: &str,
+        service: &str,
+        max_endpoints_per_slice: usize,
+    ) {
         let what = format!("slices of {ns}/{service} to equal the plan from scratch");
         eventually(&what, || async move {
             let planned = self
-                .planned_slices(ns, service, 100)
+                .planned_slices(ns, service, max_endpoints_per_slice)
                 .await
                 .map_err(|e| e.to_string())?;
             let live = self
@@ -783,6 +814,24 @@ pub fn strings(items: &[&str]) -> Vec<String> {
 
 // ---- builders ----
 
+/// The trigger-time annotation parsed, if present.
+pub fn trigger_time(meta: &kube::api::ObjectMeta) -> Option<k8s_openapi::jiff::Timestamp> {
+    meta.annotations.as_ref()?.get(TRIGGER_TIME)?.parse().ok()
+}
+
+/// The lastTransitionTime of a stored pod's Ready condition.
+pub fn ready_transition(pod: &Pod) -> Option<k8s_openapi::jiff::Timestamp> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Ready")?
+        .last_transition_time
+        .as_ref()
+        .map(|t| t.0)
+}
+
 /// A Pod's Ready condition, stamped now.
 fn ready_condition(ready: bool) -> Value {
     json!({
@@ -801,6 +850,8 @@ pub fn service(name: &str) -> ServiceBuilder {
         annotations: BTreeMap::new(),
         selector: BTreeMap::new(),
         ports: Vec::new(),
+        spec: serde_json::Map::new(),
+        finalizers: Vec::new(),
     }
 }
 
@@ -813,6 +864,9 @@ pub struct ServiceBuilder {
     annotations: BTreeMap<String, String>,
     selector: BTreeMap<String, String>,
     ports: Vec<Value>,
+    /// Other spec fields.
+    spec: serde_json::Map<String, Value>,
+    finalizers: Vec<String>,
 }
 
 impl ServiceBuilder {
@@ -848,17 +902,43 @@ impl ServiceBuilder {
             .push(json!({"name": name, "port": port, "targetPort": target}));
         self
     }
+    /// Makes the Service headless (`clusterIP: None`).
+    pub fn headless(mut self) -> Self {
+        self.spec.insert("clusterIP".into(), json!("None"));
+        self
+    }
+    /// Sets `publishNotReadyAddresses`.
+    pub fn publish_not_ready_addresses(mut self) -> Self {
+        self.spec
+            .insert("publishNotReadyAddresses".into(), json!(true));
+        self
+    }
+    /// Makes it an ExternalName Service pointing at `host`.
+    pub fn external_name(mut self, host: &str) -> Self {
+        self.spec.insert("type".into(), json!("ExternalName"));
+        self.spec.insert("externalName".into(), json!(host));
+        self
+    }
     /// The object as JSON.
     pub fn to_json(&self) -> Value {
+        let mut spec = self.spec.clone();
+        spec.insert("selector".into(), json!(self.selector));
+        spec.insert("ports".into(), json!(self.ports));
         json!({
             "metadata": {
                 "name": self.name,
                 "namespace": self.namespace,
                 "labels": self.labels,
                 "annotations": self.annotations,
+                "finalizers": self.finalizers,
             },
-            "spec": {"selector": self.selector, "ports": self.ports},
+            "spec": spec,
         })
+    }
+    /// Adds a finalizer, so that a delete leaves the Service terminating.
+    pub fn finalizer(mut self, finalizer: &str) -> Self {
+        self.finalizers.push(finalizer.into());
+        self
     }
 }
 

@@ -1,0 +1,243 @@
+//! Two controller instances behind leader election against one embedded API server: only the
+//! Lease holder runs the controllers, and when it stops, is killed, or cannot renew, the other
+//! takes over and converges after a new change.
+//!
+//! Durations are short (lease 2s, renew deadline 1s, retry 200ms) so hand-overs are quick;
+//! waits poll the API with a generous deadline and never assert on timing.
+
+mod support;
+
+use std::time::Duration;
+
+use controller::config::LeaderElectionSettings;
+use controller::health::Readiness;
+use controller::leader::{LeaderElector, LeadershipEnd};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::Api;
+use prometheus::Registry;
+use support::{eventually, metric, options, pod, pod_names, service, within, TestCluster};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+const NS: &str = "default";
+const LEASE: &str = "kube-endpoints";
+const LEASE_NAMESPACE: &str = "kube-system";
+
+fn election() -> LeaderElectionSettings {
+    LeaderElectionSettings {
+        enabled: true,
+        lease_duration: Duration::from_secs(2),
+        renew_deadline: Duration::from_secs(1),
+        retry_period: Duration::from_millis(200),
+        resource_name: LEASE.into(),
+        resource_namespace: LEASE_NAMESPACE.into(),
+    }
+}
+
+/// One `kube-endpoints run` with leader election, in a task.
+struct Instance {
+    shutdown: CancellationToken,
+    registry: Registry,
+    task: JoinHandle<LeadershipEnd>,
+}
+
+impl Instance {
+    fn start(cluster: &TestCluster, identity: &str) -> Self {
+        let shutdown = CancellationToken::new();
+        let registry = Registry::new();
+        let client = cluster.client.clone();
+        let elector = LeaderElector::new(client.clone(), election(), identity.into());
+        let task = tokio::spawn({
+            let (registry, shutdown) = (registry.clone(), shutdown.clone());
+            async move {
+                elector
+                    .run(
+                        |token| async move {
+                            controller::run(client, &options(), &registry, Readiness::new(), token)
+                                .await
+                                .expect("the controllers run");
+                        },
+                        async move { shutdown.cancelled().await },
+                    )
+                    .await
+            }
+        });
+        Self {
+            shutdown,
+            registry,
+            task,
+        }
+    }
+
+    /// Successful EndpointSlice syncs this instance ran.
+    fn slice_syncs(&self) -> f64 {
+        metric(
+            &self.registry,
+            "endpoint_slice_controller_syncs",
+            &[("result", "success")],
+        )
+    }
+
+    /// Successful Endpoints syncs this instance ran.
+    fn endpoints_syncs(&self) -> f64 {
+        metric(
+            &self.registry,
+            "endpoint_controller_syncs",
+            &[("result", "success")],
+        )
+    }
+
+    /// Asks for shutdown and waits for the elector to return.
+    async fn stop(self) -> LeadershipEnd {
+        self.shutdown.cancel();
+        within("the instance to stop", self.task)
+            .await
+            .expect("the instance task panicked")
+    }
+}
+
+fn leases(cluster: &TestCluster) -> Api<Lease> {
+    Api::namespaced(cluster.client.clone(), LEASE_NAMESPACE)
+}
+
+/// Waits until the Lease names `identity` as holder, and returns it.
+async fn wait_for_holder(cluster: &TestCluster, identity: &str) -> Lease {
+    let api = leases(cluster);
+    eventually(&format!("{identity} to hold the Lease"), || {
+        let api = api.clone();
+        async move {
+            let lease = api.get_opt(LEASE).await.map_err(|e| e.to_string())?;
+            let holder = lease
+                .as_ref()
+                .and_then(|l| l.spec.as_ref())
+                .and_then(|s| s.holder_identity.clone());
+            match lease {
+                Some(lease) if holder.as_deref() == Some(identity) => Ok(lease),
+                _ => Err(format!("holder {holder:?}")),
+            }
+        }
+    })
+    .await
+}
+
+/// A Service `web` with one ready pod.
+async fn web(cluster: &TestCluster) -> anyhow::Result<()> {
+    cluster
+        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
+        .await?;
+    cluster
+        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
+        .await?;
+    Ok(())
+}
+
+/// Adds a ready pod and waits until both controllers published it.
+async fn add_pod_and_wait(cluster: &TestCluster, name: &str, ip: &str) -> anyhow::Result<()> {
+    cluster
+        .create_pod(&pod(name).label("app", "web").ip(ip).ready(true))
+        .await?;
+    cluster
+        .wait_for_slices(NS, "web", &format!("{name} published"), |s| {
+            pod_names(s).iter().any(|p| p == name)
+        })
+        .await;
+    cluster
+        .wait_for_endpoints(NS, "web", &format!("{name} published"), |e| {
+            support::addresses(e).0.iter().any(|a| a == ip)
+        })
+        .await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_over(
+) -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    web(&cluster).await?;
+    let alpha = Instance::start(&cluster, "alpha");
+    let first = wait_for_holder(&cluster, "alpha").await;
+    let bravo = Instance::start(&cluster, "bravo");
+
+    add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
+    cluster.wait_for_planned_slices(NS, "web").await;
+    cluster.wait_for_planned_endpoints(NS, "web").await;
+    assert!(alpha.slice_syncs() > 0.0 && alpha.endpoints_syncs() > 0.0);
+    assert_eq!(
+        (bravo.slice_syncs(), bravo.endpoints_syncs()),
+        (0.0, 0.0),
+        "the standby runs no controller"
+    );
+    let lease = wait_for_holder(&cluster, "alpha").await;
+    assert_eq!(
+        lease.spec.as_ref().and_then(|s| s.lease_duration_seconds),
+        Some(2)
+    );
+
+    // Stopping the holder releases the Lease; the standby takes it and converges.
+    assert_eq!(alpha.stop().await, LeadershipEnd::ShutDown);
+    let handed_over = wait_for_holder(&cluster, "bravo").await;
+    let transitions = |l: &Lease| l.spec.as_ref().and_then(|s| s.lease_transitions);
+    assert!(
+        transitions(&handed_over) > transitions(&first),
+        "a hand-over counts as a transition"
+    );
+    add_pod_and_wait(&cluster, "web-3", "10.0.0.3").await?;
+    cluster.wait_for_planned_slices(NS, "web").await;
+    cluster.wait_for_planned_endpoints(NS, "web").await;
+    assert!(bravo.slice_syncs() > 0.0 && bravo.endpoints_syncs() > 0.0);
+
+    assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);
+    let released = leases(&cluster).get(LEASE).await?;
+    assert_eq!(
+        released.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some(""),
+        "a clean shutdown hands the Lease back"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_killed_holder_is_replaced_once_its_lease_expires() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    web(&cluster).await?;
+    let alpha = Instance::start(&cluster, "alpha");
+    wait_for_holder(&cluster, "alpha").await;
+    let bravo = Instance::start(&cluster, "bravo");
+    cluster
+        .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
+        .await;
+
+    // A crash: no release, the Lease still names alpha until it expires.
+    alpha.task.abort();
+    let _aborted = alpha.task.await;
+    wait_for_holder(&cluster, "bravo").await;
+    add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
+    assert!(bravo.slice_syncs() > 0.0);
+    assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_holder_that_cannot_renew_stops_its_controllers_and_the_standby_takes_over(
+) -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    web(&cluster).await?;
+    let alpha = Instance::start(&cluster, "alpha");
+    wait_for_holder(&cluster, "alpha").await;
+    let bravo = Instance::start(&cluster, "bravo");
+    cluster
+        .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
+        .await;
+
+    // Every Lease write fails: alpha gives up leading after its renew deadline.
+    cluster.faults().fail("update", "leases", 1.0);
+    let end = within("alpha to give up leading", alpha.task).await?;
+    assert_eq!(end, LeadershipEnd::Lost);
+
+    cluster.faults().clear();
+    wait_for_holder(&cluster, "bravo").await;
+    add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
+    assert!(bravo.slice_syncs() > 0.0);
+    assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);
+    Ok(())
+}
