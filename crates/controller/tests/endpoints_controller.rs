@@ -522,3 +522,92 @@ async fn headless_service_without_ports_gets_port_less_endpoints_with_the_headle
     cluster.wait_for_planned_endpoints(NS, "web").await;
     Ok(())
 }
+
+#[tokio::test]
+async fn failed_endpoints_update_is_recorded_as_an_event_and_retried() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
+    let _controllers = cluster.run_controllers(endpoints_only()).await;
+    cluster
+        .wait_for_endpoints(NS, "web", "web-1", |e| {
+            addresses(e) == ips(&["10.0.0.1"], &[])
+        })
+        .await;
+
+    cluster
+        .faults()
+        .fail_next("update", "endpoints", 1, FaultResponse::InternalError);
+    cluster.set_pod_ready(NS, "web-1", false).await?;
+    let event = cluster
+        .wait_for_event(NS, "web", "FailedToUpdateEndpoint")
+        .await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        event.source.as_ref().and_then(|s| s.component.as_deref()),
+        Some("endpoint-controller")
+    );
+    let message = event.message.unwrap_or_default();
+    assert!(
+        message.starts_with("Failed to update endpoint default/web"),
+        "{message}"
+    );
+    cluster
+        .wait_for_endpoints(NS, "web", "web-1 not ready after the retry", |e| {
+            addresses(e) == ips(&[], &["10.0.0.1"])
+        })
+        .await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn pods_without_an_ip_or_in_a_terminal_phase_are_not_published() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    web_with_pods(&cluster, &[("running", "10.0.0.1", true)]).await?;
+    cluster
+        .create_pod(&pod("pending").label("app", "web").phase("Pending"))
+        .await?;
+    for phase in ["Succeeded", "Failed"] {
+        cluster
+            .create_pod(
+                &pod(&phase.to_lowercase())
+                    .label("app", "web")
+                    .ip("10.0.0.9")
+                    .ready(true)
+                    .phase(phase),
+            )
+            .await?;
+    }
+    let _controllers = cluster.run_controllers(endpoints_only()).await;
+    cluster
+        .wait_for_endpoints(NS, "web", "only the running pod", |e| {
+            addresses(e) == ips(&["10.0.0.1"], &[])
+        })
+        .await;
+    cluster.wait_for_planned_endpoints(NS, "web").await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn manually_deleted_endpoints_are_recreated() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
+    let _controllers = cluster.run_controllers(endpoints_only()).await;
+    let before = cluster
+        .wait_for_endpoints(NS, "web", "web-1", |e| {
+            addresses(e) == ips(&["10.0.0.1"], &[])
+        })
+        .await
+        .expect("the Endpoints object exists");
+
+    cluster
+        .endpoints(NS)
+        .delete("web", &Default::default())
+        .await?;
+    cluster
+        .wait_for_endpoints(NS, "web", "recreated", |e| {
+            e.is_some_and(|e| e.metadata.uid != before.metadata.uid)
+                && addresses(e) == ips(&["10.0.0.1"], &[])
+        })
+        .await;
+    Ok(())
+}

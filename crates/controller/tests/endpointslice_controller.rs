@@ -1104,3 +1104,198 @@ async fn controllers_stop_cleanly_when_shut_down() -> anyhow::Result<()> {
     assert!(!readiness.is_ready(), "not ready once stopped");
     Ok(())
 }
+
+#[tokio::test]
+async fn reserved_labels_on_the_service_do_not_override_slice_labels() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(
+            &service("web")
+                .selector("app", "web")
+                .label("kubernetes.io/service-name", "impostor")
+                .label("endpointslice.kubernetes.io/managed-by", "someone-else")
+                .label("team", "blue")
+                .port("http", 80, 8080),
+        )
+        .await?;
+    cluster
+        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
+        .await?;
+    let _controllers = cluster.run_controllers(slices_only()).await;
+    let slices = cluster
+        .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
+        .await;
+    assert_eq!(label(&slices[0], "team"), Some("blue"));
+    cluster.wait_for_planned_slices(NS, "web").await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn slice_label_drift_is_repaired_on_the_next_sync() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(
+            &service("web")
+                .selector("app", "web")
+                .label("team", "blue")
+                .port("http", 80, 8080),
+        )
+        .await?;
+    for (name, ip) in [("web-1", "10.0.0.1"), ("web-2", "10.0.0.2")] {
+        cluster
+            .create_pod(&pod(name).label("app", "web").ip(ip).ready(true))
+            .await?;
+    }
+    let _controllers = cluster.run_controllers(slices_only()).await;
+    let slices = cluster
+        .wait_for_slices(NS, "web", "both pods", |s| {
+            pod_names(s) == ["web-1", "web-2"]
+        })
+        .await;
+    let name = slices[0].metadata.name.clone().unwrap_or_default();
+
+    // A label edit does not bump the generation, so it waits for the Service's next sync.
+    cluster
+        .slices(NS)
+        .patch(
+            &name,
+            &Default::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"labels": {"team": "red"}}})),
+        )
+        .await?;
+    // A Service change that leaves every endpoint as it is: only the drift makes a write.
+    cluster
+        .patch_service(
+            NS,
+            "web",
+            json!({"metadata": {"annotations": {"example.com/touched": "yes"}}}),
+        )
+        .await?;
+    let repaired = cluster
+        .wait_for_slices(NS, "web", "team=blue again", |s| {
+            s.len() == 1 && label(&s[0], "team") == Some("blue")
+        })
+        .await;
+    assert_eq!(repaired[0].metadata.name.as_deref(), Some(name.as_str()));
+    cluster.wait_for_planned_slices(NS, "web").await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn recreated_service_replaces_the_slices_of_its_previous_incarnation() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    let web = service("web").selector("app", "web").port("http", 80, 8080);
+    cluster.create_service(&web).await?;
+    cluster
+        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
+        .await?;
+    let _controllers = cluster.run_controllers(slices_only()).await;
+    let old = cluster
+        .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
+        .await;
+
+    // No garbage collector here: the old slices outlive their owner.
+    cluster.delete_service(NS, "web").await?;
+    let new = cluster.create_service(&web).await?;
+    let new_uid = new.metadata.uid.clone().unwrap_or_default();
+    let slices = cluster
+        .wait_for_slices(NS, "web", "only slices owned by the new Service", |s| {
+            !s.is_empty()
+                && s.iter().all(|slice| {
+                    slice
+                        .metadata
+                        .owner_references
+                        .iter()
+                        .flatten()
+                        .any(|o| o.uid == new_uid)
+                })
+        })
+        .await;
+    assert_eq!(pod_names(&slices), ["web-1"]);
+    assert!(slices.iter().all(|s| s.metadata.uid != old[0].metadata.uid));
+    cluster.wait_for_planned_slices(NS, "web").await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn slices_of_an_address_type_the_service_does_not_use_are_deleted() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    let svc = cluster
+        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
+        .await?;
+    cluster
+        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
+        .await?;
+    let fqdn: k8s_openapi::api::discovery::v1::EndpointSlice = serde_json::from_value(json!({
+        "metadata": {
+            "name": "web-fqdn",
+            "labels": {
+                "kubernetes.io/service-name": "web",
+                "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+            },
+            "ownerReferences": [{
+                "apiVersion": "v1", "kind": "Service", "name": "web",
+                "uid": svc.metadata.uid, "controller": true, "blockOwnerDeletion": true,
+            }],
+        },
+        "addressType": "FQDN",
+        "endpoints": [{"addresses": ["web.example.com"]}],
+    }))?;
+    cluster
+        .slices(NS)
+        .create(&PostParams::default(), &fqdn)
+        .await?;
+    let _controllers = cluster.run_controllers(slices_only()).await;
+    let slices = cluster
+        .wait_for_slices(NS, "web", "only the IPv4 slice", |s| {
+            pod_names(s) == ["web-1"] && s.iter().all(|s| s.address_type == "IPv4")
+        })
+        .await;
+    assert_eq!(slices.len(), 1);
+    cluster.wait_for_planned_slices(NS, "web").await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn pods_without_an_ip_or_in_a_terminal_phase_are_not_published() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
+        .await?;
+    cluster
+        .create_pod(
+            &pod("running")
+                .label("app", "web")
+                .ip("10.0.0.1")
+                .ready(true),
+        )
+        .await?;
+    cluster
+        .create_pod(&pod("pending").label("app", "web").phase("Pending"))
+        .await?;
+    for phase in ["Succeeded", "Failed"] {
+        cluster
+            .create_pod(
+                &pod(&phase.to_lowercase())
+                    .label("app", "web")
+                    .ip("10.0.0.9")
+                    .phase(phase),
+            )
+            .await?;
+    }
+    let _controllers = cluster.run_controllers(slices_only()).await;
+    cluster
+        .wait_for_slices(NS, "web", "only the running pod", |s| {
+            pod_names(s) == ["running"]
+        })
+        .await;
+    cluster.wait_for_planned_slices(NS, "web").await;
+
+    cluster.set_pod_ips(NS, "pending", &["10.0.0.2"]).await?;
+    cluster
+        .wait_for_slices(NS, "web", "the pod that got an IP", |s| {
+            pod_names(s) == ["pending", "running"]
+        })
+        .await;
+    Ok(())
+}

@@ -111,10 +111,27 @@ async fn pod_on_an_unknown_node_fails_the_sync_until_the_node_appears() -> anyho
             pod_names(s) == ["web-0"]
         })
         .await;
-    cluster
-        .wait_for_event(NS, "web", "FailedToUpdateEndpointSlices")
-        .await;
-    assert!(controllers.slice_syncs("error") >= 1.0);
+    // Each retry fails the same way: one Event whose count goes up, not one Event per failure.
+    eventually("the failure event to be counted twice", || {
+        let api = cluster.events(NS);
+        async move {
+            let events: Vec<_> = api
+                .list(&Default::default())
+                .await
+                .map_err(|e| e.to_string())?
+                .items
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some("FailedToUpdateEndpointSlices"))
+                .collect();
+            let counts: Vec<_> = events.iter().map(|e| e.count).collect();
+            match counts.as_slice() {
+                [Some(n)] if *n >= 2 => Ok(()),
+                _ => Err(format!("event counts {counts:?}")),
+            }
+        }
+    })
+    .await;
+    assert!(controllers.slice_syncs("error") >= 2.0);
 
     cluster.create_node(&node("ghost")).await?;
     let slices = cluster

@@ -953,6 +953,7 @@ pub fn pod(name: &str) -> PodBuilder {
         ready: false,
         container_ports: Vec::new(),
         finalizers: Vec::new(),
+        phase: "Running".into(),
     }
 }
 
@@ -967,6 +968,7 @@ pub struct PodBuilder {
     ready: bool,
     container_ports: Vec<Value>,
     finalizers: Vec<String>,
+    phase: String,
 }
 
 impl PodBuilder {
@@ -1006,6 +1008,11 @@ impl PodBuilder {
         self.finalizers.push(finalizer.into());
         self
     }
+    /// Sets the phase (`Running` by default).
+    pub fn phase(mut self, phase: &str) -> Self {
+        self.phase = phase.into();
+        self
+    }
     /// The object as JSON, without status.
     pub fn to_json(&self) -> Value {
         let mut spec = json!({"containers": [{
@@ -1027,7 +1034,7 @@ impl PodBuilder {
     /// The status a kubelet would write.
     pub fn status_json(&self) -> Value {
         let mut status = json!({
-            "phase": "Running",
+            "phase": self.phase,
             "conditions": [ready_condition(self.ready)],
         });
         if let Some(first) = self.ips.first() {
