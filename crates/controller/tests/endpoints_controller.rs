@@ -36,7 +36,7 @@ async fn web_with_pods(cluster: &TestCluster, pods: &[(&str, &str, bool)]) -> an
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_put_ready_pods_in_addresses_and_others_in_not_ready_addresses(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
@@ -93,7 +93,7 @@ async fn endpoints_put_ready_pods_in_addresses_and_others_in_not_ready_addresses
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_drop_deleted_pods() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(
@@ -130,7 +130,7 @@ async fn endpoints_drop_deleted_pods() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_follow_pod_ip_and_label_changes() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(
@@ -176,7 +176,7 @@ async fn endpoints_follow_pod_ip_and_label_changes() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_follow_service_port_and_selector_changes() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
@@ -237,7 +237,7 @@ async fn endpoints_follow_service_port_and_selector_changes() -> anyhow::Result<
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_are_deleted_with_their_service() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
@@ -264,7 +264,7 @@ fn leftover(name: &str, annotations: serde_json::Value) -> Endpoints {
     .expect("a valid Endpoints object")
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn startup_sweep_removes_leftover_endpoints_but_never_touches_leader_election_records(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
@@ -301,7 +301,7 @@ async fn startup_sweep_removes_leftover_endpoints_but_never_touches_leader_elect
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_refused_in_a_terminating_namespace_is_dropped_quietly() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster.create_namespace("doomed").await?;
@@ -346,7 +346,7 @@ async fn create_refused_in_a_terminating_namespace_is_dropped_quietly() -> anyho
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_endpoints_create_is_recorded_as_an_event_and_retried() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -380,7 +380,7 @@ async fn failed_endpoints_create_is_recorded_as_an_event_and_retried() -> anyhow
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_converge_to_the_plan_from_scratch_after_a_sequence_of_edits(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
@@ -434,7 +434,7 @@ async fn endpoints_converge_to_the_plan_from_scratch_after_a_sequence_of_edits(
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_trigger_time_is_the_service_creation_then_the_pod_readiness_change(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
@@ -468,7 +468,7 @@ async fn endpoints_trigger_time_is_the_service_creation_then_the_pod_readiness_c
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publish_not_ready_addresses_puts_every_pod_in_addresses() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -492,7 +492,7 @@ async fn publish_not_ready_addresses_puts_every_pod_in_addresses() -> anyhow::Re
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn headless_service_without_ports_gets_port_less_endpoints_with_the_headless_label(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
@@ -523,7 +523,7 @@ async fn headless_service_without_ports_gets_port_less_endpoints_with_the_headle
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_endpoints_update_is_recorded_as_an_event_and_retried() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
@@ -559,7 +559,7 @@ async fn failed_endpoints_update_is_recorded_as_an_event_and_retried() -> anyhow
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_without_an_ip_or_in_a_terminal_phase_are_not_published() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(&cluster, &[("running", "10.0.0.1", true)]).await?;
@@ -587,7 +587,7 @@ async fn pods_without_an_ip_or_in_a_terminal_phase_are_not_published() -> anyhow
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manually_deleted_endpoints_are_recreated() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
@@ -609,5 +609,35 @@ async fn manually_deleted_endpoints_are_recreated() -> anyhow::Result<()> {
                 && addresses(e) == ips(&["10.0.0.1"], &[])
         })
         .await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dual_stack_service_endpoints_use_the_first_ip_family() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(
+            &service("web")
+                .selector("app", "web")
+                .dual_stack()
+                .port("http", 80, 8080),
+        )
+        .await?;
+    cluster
+        .create_pod(
+            &pod("web-1")
+                .label("app", "web")
+                .ip("fd00::1")
+                .ip("10.0.0.1")
+                .ready(true),
+        )
+        .await?;
+    let _controllers = cluster.run_controllers(endpoints_only()).await;
+    cluster
+        .wait_for_endpoints(NS, "web", "the IPv4 address", |e| {
+            addresses(e) == ips(&["10.0.0.1"], &[])
+        })
+        .await;
+    cluster.wait_for_planned_endpoints(NS, "web").await;
     Ok(())
 }

@@ -20,7 +20,7 @@ fn ip(slice_endpoint: &k8s_openapi::api::discovery::v1::Endpoint) -> Vec<String>
     slice_endpoint.addresses.clone()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_and_pods_become_a_slice_with_endpoints_ports_labels_and_owner(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
@@ -125,7 +125,7 @@ async fn service_and_pods_become_a_slice_with_endpoints_ports_labels_and_owner(
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_readiness_flip_updates_its_endpoint_in_the_same_slice() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -161,7 +161,7 @@ async fn pod_readiness_flip_updates_its_endpoint_in_the_same_slice() -> anyhow::
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_pod_is_removed_from_the_slice() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -187,7 +187,7 @@ async fn deleted_pod_is_removed_from_the_slice() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terminating_pod_stays_serving_and_terminating_until_it_is_gone() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -232,7 +232,7 @@ async fn terminating_pod_stays_serving_and_terminating_until_it_is_gone() -> any
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_label_change_moves_its_endpoint_between_services() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     for name in ["blue", "green"] {
@@ -262,7 +262,7 @@ async fn pod_label_change_moves_its_endpoint_between_services() -> anyhow::Resul
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_ip_change_replaces_the_endpoint_address() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -289,7 +289,7 @@ async fn pod_ip_change_replaces_the_endpoint_address() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_selector_change_follows_the_newly_selected_pods() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -316,7 +316,7 @@ async fn service_selector_change_follows_the_newly_selected_pods() -> anyhow::Re
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_port_change_rewrites_ports_and_splits_pods_into_port_groups() -> anyhow::Result<()>
 {
     let cluster = TestCluster::start().await;
@@ -388,7 +388,7 @@ async fn service_port_change_rewrites_ports_and_splits_pods_into_port_groups() -
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_label_change_propagates_to_slice_labels() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -443,7 +443,7 @@ fn label<'a>(
         .map(String::as_str)
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_service_slices_are_left_to_the_garbage_collector() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -501,7 +501,7 @@ async fn deleted_service_slices_are_left_to_the_garbage_collector() -> anyhow::R
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manually_deleted_managed_slice_is_recreated() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -533,7 +533,7 @@ async fn manually_deleted_managed_slice_is_recreated() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manually_edited_managed_slice_is_repaired() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -570,7 +570,7 @@ async fn manually_edited_managed_slice_is_repaired() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slice_labelled_for_the_service_but_owned_by_another_uid_is_replaced() -> anyhow::Result<()>
 {
     let cluster = TestCluster::start().await;
@@ -620,7 +620,7 @@ async fn slice_labelled_for_the_service_but_owned_by_another_uid_is_replaced() -
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_without_pods_gets_a_placeholder_slice() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -676,7 +676,7 @@ fn hint_zones(endpoint: &k8s_openapi::api::discovery::v1::Endpoint) -> Vec<Strin
         .collect()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_zone_change_recomputes_topology_hints() -> anyhow::Result<()> {
     let cluster = zoned_cluster().await?;
     let _controllers = cluster.run_controllers(slices_only()).await;
@@ -733,7 +733,7 @@ async fn node_zone_change_recomputes_topology_hints() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topology_hints_enabled_and_disabled_are_recorded_as_service_events() -> anyhow::Result<()>
 {
     let cluster = zoned_cluster().await?;
@@ -780,7 +780,7 @@ async fn topology_hints_enabled_and_disabled_are_recorded_as_service_events() ->
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_refused_in_a_terminating_namespace_is_dropped_quietly() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster.create_namespace("doomed").await?;
@@ -828,7 +828,7 @@ async fn create_refused_in_a_terminating_namespace_is_dropped_quietly() -> anyho
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slices_converge_to_the_plan_from_scratch_after_a_sequence_of_edits() -> anyhow::Result<()>
 {
     let cluster = TestCluster::start().await;
@@ -900,7 +900,7 @@ async fn slices_converge_to_the_plan_from_scratch_after_a_sequence_of_edits() ->
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slice_trigger_time_is_the_service_creation_then_the_pod_readiness_change(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
@@ -933,7 +933,7 @@ async fn slice_trigger_time_is_the_service_creation_then_the_pod_readiness_chang
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn headless_service_slices_carry_the_headless_label() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -959,7 +959,7 @@ async fn headless_service_slices_carry_the_headless_label() -> anyhow::Result<()
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn publish_not_ready_addresses_marks_not_ready_pods_ready_in_slices() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -986,7 +986,7 @@ async fn publish_not_ready_addresses_marks_not_ready_pods_ready_in_slices() -> a
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn services_without_selector_and_external_name_services_get_no_slices() -> anyhow::Result<()>
 {
     let cluster = TestCluster::start().await;
@@ -1022,7 +1022,7 @@ async fn services_without_selector_and_external_name_services_get_no_slices() ->
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_being_deleted_gets_no_new_slices() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -1053,7 +1053,7 @@ async fn service_being_deleted_gets_no_new_slices() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_endpoints_per_slice_spreads_endpoints_over_several_slices() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -1088,7 +1088,7 @@ async fn max_endpoints_per_slice_spreads_endpoints_over_several_slices() -> anyh
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controllers_stop_cleanly_when_shut_down() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -1105,7 +1105,7 @@ async fn controllers_stop_cleanly_when_shut_down() -> anyhow::Result<()> {
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reserved_labels_on_the_service_do_not_override_slice_labels() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -1130,7 +1130,7 @@ async fn reserved_labels_on_the_service_do_not_override_slice_labels() -> anyhow
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slice_label_drift_is_repaired_on_the_next_sync() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -1181,7 +1181,7 @@ async fn slice_label_drift_is_repaired_on_the_next_sync() -> anyhow::Result<()> 
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recreated_service_replaces_the_slices_of_its_previous_incarnation() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     let web = service("web").selector("app", "web").port("http", 80, 8080);
@@ -1217,7 +1217,7 @@ async fn recreated_service_replaces_the_slices_of_its_previous_incarnation() -> 
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slices_of_an_address_type_the_service_does_not_use_are_deleted() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     let svc = cluster
@@ -1256,7 +1256,7 @@ async fn slices_of_an_address_type_the_service_does_not_use_are_deleted() -> any
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_without_an_ip_or_in_a_terminal_phase_are_not_published() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster
@@ -1297,5 +1297,88 @@ async fn pods_without_an_ip_or_in_a_terminal_phase_are_not_published() -> anyhow
             pod_names(s) == ["pending", "running"]
         })
         .await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dual_stack_service_gets_one_slice_per_address_type() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(
+            &service("web")
+                .selector("app", "web")
+                .dual_stack()
+                .port("http", 80, 8080),
+        )
+        .await?;
+    cluster
+        .create_pod(
+            &pod("web-1")
+                .label("app", "web")
+                .ip("10.0.0.1")
+                .ip("fd00::1")
+                .ready(true),
+        )
+        .await?;
+    let _controllers = cluster.run_controllers(slices_only()).await;
+    let slices = cluster
+        .wait_for_slices(NS, "web", "an IPv4 and an IPv6 slice", |s| s.len() == 2)
+        .await;
+    let mut by_type: Vec<(String, Vec<String>)> = slices
+        .iter()
+        .map(|s| {
+            (
+                s.address_type.clone(),
+                s.endpoints
+                    .iter()
+                    .flat_map(|e| e.addresses.clone())
+                    .collect(),
+            )
+        })
+        .collect();
+    by_type.sort();
+    assert_eq!(
+        by_type,
+        [
+            ("IPv4".to_owned(), strings(&["10.0.0.1"])),
+            ("IPv6".to_owned(), strings(&["fd00::1"])),
+        ]
+    );
+    cluster.wait_for_planned_slices(NS, "web").await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pod_changes_are_applied_after_the_batch_period() -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
+        .await?;
+    cluster
+        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1"))
+        .await?;
+    let mut options = support::options();
+    options.settings.endpointslice_updates_batch_period = std::time::Duration::from_millis(300);
+    options.settings.endpoint_updates_batch_period = std::time::Duration::from_millis(300);
+    let _controllers = cluster.run_controllers(options).await;
+    cluster
+        .wait_for_slices(NS, "web", "web-1 not ready", |s| {
+            endpoint_of(s, "web-1").is_some_and(|e| conditions(&e).0 == Some(false))
+        })
+        .await;
+
+    cluster.set_pod_ready(NS, "web-1", true).await?;
+    cluster
+        .create_pod(&pod("web-2").label("app", "web").ip("10.0.0.2").ready(true))
+        .await?;
+    cluster
+        .wait_for_slices(NS, "web", "both ready", |s| {
+            ["web-1", "web-2"]
+                .iter()
+                .all(|p| endpoint_of(s, p).is_some_and(|e| conditions(&e).0 == Some(true)))
+        })
+        .await;
+    cluster.wait_for_planned_slices(NS, "web").await;
+    cluster.wait_for_planned_endpoints(NS, "web").await;
     Ok(())
 }

@@ -38,7 +38,7 @@ async fn wait_for_plans(cluster: &TestCluster) {
     cluster.wait_for_planned_endpoints(NS, "web").await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conflicts_on_updates_are_retried_until_both_controllers_converge() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(&cluster, 3).await?;
@@ -60,7 +60,7 @@ async fn conflicts_on_updates_are_retried_until_both_controllers_converge() -> a
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_slice_creates_are_recorded_as_events_and_retried_until_they_succeed(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
@@ -90,7 +90,7 @@ async fn failed_slice_creates_are_recorded_as_events_and_retried_until_they_succ
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_on_an_unknown_node_fails_the_sync_until_the_node_appears() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(&cluster, 1).await?;
@@ -147,7 +147,7 @@ async fn pod_on_an_unknown_node_fails_the_sync_until_the_node_appears() -> anyho
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_watches_are_reopened_and_both_controllers_converge() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(&cluster, 3).await?;
@@ -180,7 +180,7 @@ async fn dropped_watches_are_reopened_and_both_controllers_converge() -> anyhow:
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_pod_watch_forces_a_relist_and_both_controllers_converge() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(&cluster, 3).await?;
@@ -210,7 +210,7 @@ async fn expired_pod_watch_forces_a_relist_and_both_controllers_converge() -> an
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mixed_faults_mid_run_still_converge_to_the_plans() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(&cluster, 4).await?;

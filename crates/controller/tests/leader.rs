@@ -149,7 +149,7 @@ async fn add_pod_and_wait(cluster: &TestCluster, name: &str, ip: &str) -> anyhow
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_over(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
@@ -196,7 +196,7 @@ async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_o
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_holder_is_replaced_once_its_lease_expires() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web(&cluster).await?;
@@ -217,7 +217,7 @@ async fn a_killed_holder_is_replaced_once_its_lease_expires() -> anyhow::Result<
     Ok(())
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_that_cannot_renew_stops_its_controllers_and_the_standby_takes_over(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;

@@ -4,7 +4,8 @@
 //!
 //! Waits poll at a short interval and give up after a generous deadline that only fails a
 //! hung test; no test asserts on how long anything took. [`TestCluster`] is the only place
-//! that knows how to start things.
+//! that knows how to start things. Tests run on tokio's multi-thread runtime, as the binary
+//! does, so the controllers' workers really run side by side with the server.
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
@@ -911,6 +912,14 @@ impl ServiceBuilder {
     pub fn publish_not_ready_addresses(mut self) -> Self {
         self.spec
             .insert("publishNotReadyAddresses".into(), json!(true));
+        self
+    }
+    /// Asks for both IP families, IPv4 first (`RequireDualStack`).
+    pub fn dual_stack(mut self) -> Self {
+        self.spec
+            .insert("ipFamilyPolicy".into(), json!("RequireDualStack"));
+        self.spec
+            .insert("ipFamilies".into(), json!(["IPv4", "IPv6"]));
         self
     }
     /// Makes it an ExternalName Service pointing at `host`.
