@@ -697,3 +697,127 @@ pub fn spawn_watches(client: &Client, namespace: &str, tracker: &Shared) -> Vec<
     };
     vec![slice_task, endpoints_task]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(ready: bool, terminating: bool) -> PodModel {
+        PodModel {
+            service: 0,
+            node: 0,
+            ip: Some("10.0.0.1".into()),
+            ready,
+            terminating,
+        }
+    }
+
+    fn slice(endpoints: serde_json::Value) -> EndpointSlice {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web-abc", "labels": {
+                SERVICE_NAME_LABEL: "web", MANAGED_BY_LABEL: MANAGED_BY_CONTROLLER}},
+            "addressType": "IPv4",
+            "endpoints": endpoints
+        }))
+        .unwrap()
+    }
+
+    fn endpoints(addresses: serde_json::Value, not_ready: serde_json::Value) -> Endpoints {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web"},
+            "subsets": [{"addresses": addresses, "notReadyAddresses": not_ready}]
+        }))
+        .unwrap()
+    }
+
+    fn tracker() -> Tracker {
+        let mut t = Tracker::default();
+        t.nodes.push(NodeModel {
+            name: "n".into(),
+            zone: "z1".into(),
+            ready: true,
+            zone_changed: false,
+        });
+        t.add_service("web", false);
+        t
+    }
+
+    #[test]
+    fn a_change_is_timed_from_its_write_to_the_first_event_showing_it() {
+        let mut t = tracker();
+        let start = Instant::now();
+        t.set_pod("web-1", Some(pod(true, false)), start);
+        t.written("web-1", start);
+        // An event that does not show the pod leaves the change pending.
+        t.on_slice_event(watcher::Event::Apply(slice(json!([]))), start);
+        assert_eq!(t.slice_latency.unobserved(), 1);
+        let later = start + Duration::from_millis(30);
+        let shown = slice(json!([{"addresses": ["10.0.0.1"], "zone": "z1",
+            "conditions": {"ready": true, "serving": true, "terminating": false},
+            "targetRef": {"kind": "Pod", "name": "web-1"}}]));
+        t.on_slice_event(watcher::Event::Apply(shown), later);
+        assert_eq!(t.slice_latency.samples, vec![Duration::from_millis(30)]);
+        assert_eq!(t.slice_writes.created, 1);
+        assert_eq!(t.slice_writes.updated, 1);
+    }
+
+    #[test]
+    fn a_service_converges_only_when_slices_and_endpoints_both_match() {
+        let mut t = tracker();
+        let now = Instant::now();
+        t.set_pod("web-1", Some(pod(true, true)), now);
+        t.set_load_done(now);
+        assert!(!t.converged());
+        // Terminating: serving but not ready in the slice, and absent from Endpoints.
+        let terminating = slice(json!([{"addresses": ["10.0.0.1"], "zone": "z1",
+            "conditions": {"ready": false, "serving": true, "terminating": true},
+            "targetRef": {"kind": "Pod", "name": "web-1"}}]));
+        t.on_slice_event(watcher::Event::Apply(terminating), now);
+        assert!(!t.converged(), "no Endpoints object yet");
+        let stale = endpoints(
+            json!([{"ip": "10.0.0.1", "targetRef": {"kind": "Pod", "name": "web-1"}}]),
+            json!([]),
+        );
+        t.on_endpoints_event(watcher::Event::Apply(stale), now);
+        assert!(!t.converged(), "a terminating pod must leave Endpoints");
+        assert!(t.mismatches(1)[0].contains("Endpoints hold 1"));
+        t.on_endpoints_event(watcher::Event::Apply(endpoints(json!([]), json!([]))), now);
+        assert!(t.converged());
+        assert!(t.converged_at.is_some());
+    }
+
+    #[test]
+    fn a_change_overtaken_before_it_was_seen_counts_as_superseded() {
+        let mut t = tracker();
+        let now = Instant::now();
+        t.set_pod("web-1", Some(pod(true, false)), now);
+        t.written("web-1", now);
+        t.set_pod("web-1", Some(pod(false, false)), now);
+        t.written("web-1", now);
+        assert_eq!(t.slice_latency.superseded, 1);
+        assert_eq!(t.slice_latency.unobserved(), 1);
+    }
+
+    #[test]
+    fn endpoints_in_the_wrong_zone_do_not_match() {
+        let mut t = tracker();
+        let now = Instant::now();
+        t.set_pod("web-1", Some(pod(true, false)), now);
+        t.set_load_done(now);
+        t.on_endpoints_event(
+            watcher::Event::Apply(endpoints(
+                json!([{"ip": "10.0.0.1", "targetRef": {"kind": "Pod", "name": "web-1"}}]),
+                json!([]),
+            )),
+            now,
+        );
+        let wrong_zone = slice(json!([{"addresses": ["10.0.0.1"], "zone": "z2",
+            "conditions": {"ready": true, "serving": true, "terminating": false},
+            "targetRef": {"kind": "Pod", "name": "web-1"}}]));
+        t.on_slice_event(watcher::Event::Apply(wrong_zone), now);
+        assert!(!t.converged());
+        t.set_node_zone(0, "z2", now);
+        assert!(t.converged(), "a node that moved zone is not zone-checked");
+    }
+}

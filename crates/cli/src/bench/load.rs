@@ -169,6 +169,11 @@ impl Load {
         }
     }
 
+    /// Shows `phase` on the progress line.
+    pub fn set_phase(&self, phase: &str) {
+        self.progress.set_phase(phase);
+    }
+
     /// Pod writes so far.
     pub fn pod_writes(&self) -> u64 {
         self.progress.pod_writes.load(Ordering::Relaxed)

@@ -650,6 +650,7 @@ async fn drive(
         load.create_services(options.scenario == Scenario::Nodes)
             .await?;
         load.fill_services().await?;
+        load.set_phase("settle");
         lock(tracker).set_load_done(Instant::now());
         wait_converged(tracker).await;
     }
@@ -677,6 +678,7 @@ async fn drive(
         Scenario::Nodes => load.node_churn(churn).await?,
     }
     let done = Instant::now();
+    load.set_phase("converge");
     marks.load_end = Some(done);
     lock(tracker).set_load_done(done);
     wait_converged(tracker).await;
