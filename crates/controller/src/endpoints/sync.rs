@@ -1,7 +1,7 @@
 //! One sync of one Service's Endpoints object.
 
 use super::EndpointsController;
-use crate::endpointslice::{is_namespace_terminating, is_not_found};
+use crate::endpointslice::{is_already_exists, is_namespace_terminating, is_not_found};
 use crate::events::Involved;
 use crate::informer::store::ObjectKey;
 use crate::worker::SyncError;
@@ -79,6 +79,11 @@ impl EndpointsController {
                     Ok(_) => Ok(()),
                     // Creates keep failing while the namespace terminates: drop the work quietly.
                     Err(e) if is_namespace_terminating(&e) => Ok(()),
+                    // Our own earlier create has not reached the cache yet: retry once it has,
+                    // rather than report a failure that is only the cache lagging.
+                    Err(e) if is_already_exists(&e) => Err(SyncError::Stale(format!(
+                        "endpoints informer cache has not seen Endpoints {key} yet"
+                    ))),
                     Err(e) => {
                         let message = format!("Failed to create endpoint for service {key}: {e}");
                         self.events.record(

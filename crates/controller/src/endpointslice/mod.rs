@@ -6,7 +6,7 @@ mod handlers;
 mod sync;
 mod writer;
 
-pub(crate) use writer::{is_namespace_terminating, is_not_found};
+pub(crate) use writer::{is_already_exists, is_namespace_terminating, is_not_found};
 
 use crate::events::EventRecorder;
 use crate::index::Stores;

@@ -14,6 +14,11 @@ pub(crate) fn is_namespace_terminating(err: &kube::Error) -> bool {
         if status.details.as_ref().is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating")))
 }
 
+/// True for a 409 AlreadyExists.
+pub(crate) fn is_already_exists(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 409 && status.reason == "AlreadyExists")
+}
+
 /// True for a 404.
 pub(crate) fn is_not_found(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.code == 404)
