@@ -26,6 +26,7 @@ pub mod informer;
 pub mod leader;
 pub mod metrics;
 pub mod queue;
+pub mod service_queuer;
 pub mod token_bucket;
 pub mod worker;
 
@@ -96,8 +97,9 @@ pub async fn run(
             settings.max_endpoints_per_slice as usize,
             settings.endpointslice_updates_batch_period,
         )?;
-        handlers.pods.push(c.clone());
-        handlers.services.push(c.clone());
+        let queuer = c.service_queuer();
+        handlers.pods.push(queuer.clone());
+        handlers.services.push(queuer);
         handlers.nodes.push(c.clone());
         handlers.slices.push(c.clone());
         Some(c)
@@ -115,8 +117,9 @@ pub async fn run(
             recorder,
             settings.endpoint_updates_batch_period,
         )?;
-        handlers.pods.push(c.clone());
-        handlers.services.push(c.clone());
+        let queuer = c.service_queuer();
+        handlers.pods.push(queuer.clone());
+        handlers.services.push(queuer);
         handlers.endpoints.push(c.clone());
         Some(c)
     } else {

@@ -99,6 +99,15 @@ impl EndpointsController {
         while tasks.join_next().await.is_some() {}
     }
 
+    /// The handler that queues this controller's Services on Service and Pod events.
+    pub fn service_queuer(&self) -> Arc<crate::service_queuer::ServiceQueuer> {
+        crate::service_queuer::ServiceQueuer::new(
+            self.stores.clone(),
+            self.queue.clone(),
+            self.batch_period,
+        )
+    }
+
     /// Stops taking new keys; in-flight syncs finish.
     pub async fn shut_down(&self) {
         self.queue.shut_down_with_drain().await;

@@ -4,16 +4,12 @@ use super::{EndpointSliceController, TopologyKey};
 use crate::informer::Handler;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::keys::ServiceKey;
-use reconcile::projection::{NodeInfo, PodInfo, ServiceInfo};
+use reconcile::projection::NodeInfo;
 use reconcile::slice::{is_managed_by_us, service_name_of};
 use std::sync::Arc;
 use std::time::Duration;
 
 impl EndpointSliceController {
-    fn queue_after_batch(&self, keys: Vec<ServiceKey>) {
-        crate::worker::queue_after(&self.queue, keys, self.batch_period);
-    }
-
     /// Slice events are delayed by at least a second, so a burst of our own writes' echoes
     /// collapses into one sync.
     fn queue_for_slice(&self, slice: &EndpointSlice) {
@@ -23,32 +19,6 @@ impl EndpointSliceController {
         };
         let delay = self.batch_period.max(Duration::from_secs(1));
         self.queue.add_after(ServiceKey::new(ns, name), delay);
-    }
-}
-
-/// Service events.
-impl Handler<ServiceInfo> for EndpointSliceController {
-    fn on_add(&self, service: &Arc<ServiceInfo>) {
-        self.queue.add(service.key());
-    }
-    fn on_update(&self, _old: &Arc<ServiceInfo>, new: &Arc<ServiceInfo>) {
-        self.queue.add(new.key());
-    }
-    fn on_delete(&self, service: &Arc<ServiceInfo>) {
-        self.queue.add(service.key());
-    }
-}
-
-/// Pod events: the Services whose selectors match, after the batch period.
-impl Handler<PodInfo> for EndpointSliceController {
-    fn on_add(&self, pod: &Arc<PodInfo>) {
-        self.queue_after_batch(self.stores.services_matching(&pod.namespace, &pod.labels));
-    }
-    fn on_update(&self, old: &Arc<PodInfo>, new: &Arc<PodInfo>) {
-        self.queue_after_batch(self.stores.services_for_pod_update(old, new));
-    }
-    fn on_delete(&self, pod: &Arc<PodInfo>) {
-        self.queue_after_batch(self.stores.services_matching(&pod.namespace, &pod.labels));
     }
 }
 

@@ -126,6 +126,15 @@ impl EndpointSliceController {
         while tasks.join_next().await.is_some() {}
     }
 
+    /// The handler that queues this controller's Services on Service and Pod events.
+    pub fn service_queuer(&self) -> Arc<crate::service_queuer::ServiceQueuer> {
+        crate::service_queuer::ServiceQueuer::new(
+            self.stores.clone(),
+            self.queue.clone(),
+            self.batch_period,
+        )
+    }
+
     /// Stops taking new keys; in-flight syncs finish.
     pub async fn shut_down(&self) {
         self.topology_queue.shut_down();

@@ -1,0 +1,57 @@
+//! Service and Pod events, turned into Service keys: the same for both controllers, so each
+//! registers one of these with its own queue and batch period.
+
+use crate::index::Stores;
+use crate::informer::Handler;
+use crate::queue::WorkQueue;
+use reconcile::keys::ServiceKey;
+use reconcile::projection::{PodInfo, ServiceInfo};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Queues a Service on its own events at once, and on its pods' events after the batch
+/// period.
+pub struct ServiceQueuer {
+    stores: Stores,
+    queue: WorkQueue<ServiceKey>,
+    batch_period: Duration,
+}
+
+impl ServiceQueuer {
+    /// A queuer for `queue`.
+    pub fn new(stores: Stores, queue: WorkQueue<ServiceKey>, batch_period: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            stores,
+            queue,
+            batch_period,
+        })
+    }
+
+    fn queue_after_batch(&self, keys: Vec<ServiceKey>) {
+        crate::worker::queue_after(&self.queue, keys, self.batch_period);
+    }
+}
+
+impl Handler<ServiceInfo> for ServiceQueuer {
+    fn on_add(&self, service: &Arc<ServiceInfo>) {
+        self.queue.add(service.key());
+    }
+    fn on_update(&self, _old: &Arc<ServiceInfo>, new: &Arc<ServiceInfo>) {
+        self.queue.add(new.key());
+    }
+    fn on_delete(&self, service: &Arc<ServiceInfo>) {
+        self.queue.add(service.key());
+    }
+}
+
+impl Handler<PodInfo> for ServiceQueuer {
+    fn on_add(&self, pod: &Arc<PodInfo>) {
+        self.queue_after_batch(self.stores.services_matching(&pod.namespace, &pod.labels));
+    }
+    fn on_update(&self, old: &Arc<PodInfo>, new: &Arc<PodInfo>) {
+        self.queue_after_batch(self.stores.services_for_pod_update(old, new));
+    }
+    fn on_delete(&self, pod: &Arc<PodInfo>) {
+        self.queue_after_batch(self.stores.services_matching(&pod.namespace, &pod.labels));
+    }
+}
