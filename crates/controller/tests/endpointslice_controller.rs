@@ -516,7 +516,7 @@ async fn manually_deleted_managed_slice_is_recreated() -> anyhow::Result<()> {
         .await;
     let old_uid = before[0].metadata.uid.clone();
     // The writer counts a create only after recording it in its tracker; deleting earlier
-    // races that bookkeeping (see the ignored test below).
+    // races that bookkeeping (the next test covers that race).
     wait_for_recorded_creates(&controllers, 1.0).await;
 
     cluster
@@ -553,9 +553,6 @@ async fn wait_for_recorded_creates(controllers: &support::Controllers, n: f64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a slice deleted before the writer records its create wedges the Service in \
-            stale-cache errors (endpointslice/writer.rs tracker.update after create vs the \
-            informer's delete handler)"]
 async fn slice_deleted_right_after_its_create_is_still_recreated() -> anyhow::Result<()> {
     // Each round deletes a new slice as soon as the API shows it, which now and then lands
     // before the writer's tracker update; the race needs many tries to show.

@@ -44,10 +44,10 @@ impl Handler<EndpointSlice> for EndpointSliceController {
         if !is_managed_by_us(slice) {
             return;
         }
-        let unexpected = {
-            let mut state = self.state();
-            state.tracker.has(slice) && state.tracker.handle_deleted(slice)
-        };
+        // Upstream only resyncs for slices its tracker knows. A slice it does not know yet
+        // may be one whose create has not returned; the tracker notes it, and the Service is
+        // synced so the slice is written again.
+        let unexpected = self.state().tracker.handle_deleted(slice);
         if unexpected {
             self.queue_for_slice(slice);
         }

@@ -15,6 +15,10 @@ enum Tracked {
 #[derive(Debug, Default, Clone)]
 pub struct SliceTracker {
     by_service: HashMap<ServiceKey, HashMap<String, Tracked>>,
+    /// UIDs of our slices whose deletion the cache showed before we had recorded them (the
+    /// create's answer can arrive after the informer saw the slice come and go). Recording
+    /// such a slice later would make the cache look stale forever.
+    gone_before_recorded: std::collections::HashSet<String>,
 }
 
 fn key_of(slice: &EndpointSlice) -> Option<ServiceKey> {
@@ -72,6 +76,9 @@ impl SliceTracker {
 
     /// Records a slice we created or updated (as the API returned it).
     pub fn update(&mut self, slice: &EndpointSlice) {
+        if self.gone_before_recorded.remove(&uid(slice)) {
+            return;
+        }
         if let Some(key) = key_of(slice) {
             let g = slice.metadata.generation.unwrap_or(0);
             self.by_service
@@ -92,19 +99,25 @@ impl SliceTracker {
     }
 
     /// Handles a deletion seen in the cache. Returns true when it was not one we expected
-    /// (so the Service must be synced).
+    /// (so the Service must be synced). A slice we never recorded may be one whose create
+    /// we have not recorded yet: it is remembered so the late record is skipped.
     pub fn handle_deleted(&mut self, slice: &EndpointSlice) -> bool {
         if let Some(gens) = key_of(slice).and_then(|k| self.by_service.get_mut(&k)) {
             if let Some(t) = gens.remove(&uid(slice)) {
                 return t != Tracked::DeletionExpected;
             }
         }
+        self.gone_before_recorded.insert(uid(slice));
         true
     }
 
     /// Forgets a deleted Service.
     pub fn delete_service(&mut self, key: &ServiceKey) {
         self.by_service.remove(key);
+        // Markers only matter for a create in flight; a deleted Service has none left.
+        if self.by_service.is_empty() {
+            self.gone_before_recorded.clear();
+        }
     }
 }
 
@@ -145,6 +158,23 @@ mod tests {
             "deleted slice still cached"
         );
         assert!(!t.stale_slices(&key, &[]));
+    }
+
+    #[test]
+    fn a_slice_deleted_before_its_create_was_recorded_is_not_tracked() {
+        let key = ServiceKey::new("default", "s");
+        let mut t = SliceTracker::default();
+        // The informer shows the new slice come and go before the create call returns.
+        assert!(t.handle_deleted(&slice("fast", 1)));
+        t.update(&slice("fast", 1));
+        assert!(!t.has(&slice("fast", 1)));
+        assert!(
+            !t.stale_slices(&key, &[]),
+            "a slice that is gone must not look missing from the cache"
+        );
+        // A later slice with another uid is recorded as usual.
+        t.update(&slice("next", 1));
+        assert!(t.has(&slice("next", 1)));
     }
 
     #[test]
