@@ -31,6 +31,8 @@ pub struct Stores {
     pub slices_by_service: Index<EndpointSlice, (String, String)>,
     /// v1 Endpoints.
     pub endpoints: Store<Endpoints>,
+    /// Pods by label pair, Services by selector pair.
+    pub labels: crate::label_index::LabelIndex,
 }
 
 impl Stores {
@@ -45,10 +47,13 @@ impl Stores {
         let Some(selector) = service.selector.as_ref() else {
             return Vec::new();
         };
-        self.pods_by_namespace
-            .get(&service.namespace)
-            .into_iter()
-            .filter(|p| selector_matches(selector, &p.labels))
+        let Some(candidates) = self.labels.pod_candidates(&service.namespace, selector) else {
+            return Vec::new();
+        };
+        candidates
+            .iter()
+            .filter_map(|key| self.pods.get(key))
+            .filter(|p| p.namespace == service.namespace && selector_matches(selector, &p.labels))
             .collect()
     }
 
@@ -58,13 +63,15 @@ impl Stores {
         namespace: &str,
         labels: &std::collections::BTreeMap<String, String>,
     ) -> Vec<ServiceKey> {
-        self.services_by_namespace
-            .get(&namespace.to_owned())
-            .into_iter()
+        self.labels
+            .service_candidates(namespace, labels)
+            .iter()
+            .filter_map(|key| self.services.get(key))
             .filter(|s| {
-                s.selector
-                    .as_ref()
-                    .is_some_and(|sel| selector_matches(sel, labels))
+                s.namespace == namespace
+                    && s.selector
+                        .as_ref()
+                        .is_some_and(|sel| selector_matches(sel, labels))
             })
             .map(|s| s.key())
             .collect()
@@ -179,6 +186,7 @@ impl Informers {
             }),
             slices: slice_store,
             endpoints: endpoints.store(),
+            labels: crate::label_index::LabelIndex::default(),
         };
         Self {
             pods,

@@ -23,6 +23,7 @@ pub mod events;
 pub mod health;
 pub mod index;
 pub mod informer;
+pub mod label_index;
 pub mod leader;
 pub mod metrics;
 pub mod queue;
@@ -75,9 +76,11 @@ pub async fn run(
     let stores = informers.stores.clone();
     let settings = &options.settings;
 
+    // The label index goes first: handlers that queue work run after it is up to date.
+    let label_index = Arc::new(stores.labels.clone());
     let mut handlers = Handlers {
-        pods: vec![],
-        services: vec![],
+        pods: vec![label_index.clone()],
+        services: vec![label_index],
         nodes: vec![],
         slices: vec![],
         endpoints: vec![],
