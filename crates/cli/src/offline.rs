@@ -496,18 +496,10 @@ impl OfflineCluster {
             .entry(service.key().to_string())
             .or_default()
             .writes += writes;
-        for event in plan.events {
-            Self::record(
-                outcome,
-                event,
-                "Service",
-                &service.namespace,
-                &service.name,
-                "endpoint-slice-controller",
-            );
-        }
-        if !plan.errors.is_empty() {
-            let event = failure_event(&service.namespace, &service.name, &plan.errors);
+        // Events of the sync, then the failure event when the sync fails (as upstream records).
+        let failure = (!plan.errors.is_empty())
+            .then(|| failure_event(&service.namespace, &service.name, &plan.errors));
+        for event in plan.events.into_iter().chain(failure) {
             Self::record(
                 outcome,
                 event,

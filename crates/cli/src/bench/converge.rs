@@ -704,13 +704,7 @@ mod tests {
     use serde_json::json;
 
     fn pod(ready: bool, terminating: bool) -> PodModel {
-        PodModel {
-            service: 0,
-            node: 0,
-            ip: Some("10.0.0.1".into()),
-            ready,
-            terminating,
-        }
+        crate::bench::model::test_pod(ready, terminating)
     }
 
     fn slice(endpoints: serde_json::Value) -> EndpointSlice {

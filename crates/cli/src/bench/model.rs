@@ -106,18 +106,24 @@ impl NodeModel {
     }
 }
 
+/// A pod model for tests: service 0 on node 0 with one IP.
+#[cfg(test)]
+pub(crate) fn test_pod(ready: bool, terminating: bool) -> PodModel {
+    PodModel {
+        service: 0,
+        node: 0,
+        ip: Some("10.0.0.1".into()),
+        ready,
+        terminating,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn pod(ready: bool, terminating: bool) -> PodModel {
-        PodModel {
-            service: 0,
-            node: 0,
-            ip: Some("10.0.0.1".into()),
-            ready,
-            terminating,
-        }
+        test_pod(ready, terminating)
     }
 
     #[test]
