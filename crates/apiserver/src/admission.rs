@@ -8,33 +8,16 @@
 use crate::defaults::{
     default_endpoint_slice, default_endpoints, default_pod, default_service, ClusterIpAllocator,
 };
-use crate::random::SeededRng;
+use crate::random::Stamps;
 use crate::resources::{GenerationRule, Resource};
 use crate::status::ApiError;
 use crate::store::{meta_str, remove_meta, set_meta, Store};
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
 
 /// Namespaces that cannot be deleted, as on a real cluster.
 pub const PROTECTED_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
-
-/// A timestamp `seconds_from_now` in the future, as a Kubernetes `Time` string.
-pub fn timestamp(seconds_from_now: i64) -> Value {
-    // jiff is built without its `std` feature here, so read the clock through std.
-    let since_epoch = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    let seconds = i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX);
-    let nanos = i32::try_from(since_epoch.subsec_nanos()).unwrap_or(0);
-    let now = Timestamp::new(seconds, nanos).unwrap_or(Timestamp::UNIX_EPOCH);
-    let at = now
-        .checked_add(SignedDuration::from_secs(seconds_from_now))
-        .unwrap_or(now);
-    serde_json::to_value(Time(at)).unwrap_or(Value::Null)
-}
 
 /// Whether the object is being deleted.
 pub fn is_terminating(object: &Value) -> bool {
@@ -188,7 +171,7 @@ pub fn prepare_create(
     resource: &Resource,
     namespace: Option<&str>,
     mut object: Value,
-    rng: &mut SeededRng,
+    stamps: &mut Stamps,
     ips: &mut ClusterIpAllocator,
     exists: impl Fn(&str) -> bool,
 ) -> Result<Value, ApiError> {
@@ -208,7 +191,10 @@ pub fn prepare_create(
         let prefix = prefix.to_owned();
         // Five characters from a 27-letter alphabet rarely collide; a few draws settle it.
         for _ in 0..8 {
-            name = format!("{prefix}{}", rng.name_suffix());
+            name = format!(
+                "{prefix}{}",
+                stamps.name_suffix(namespace.unwrap_or_default(), &prefix)
+            );
             if !exists(&name) {
                 break;
             }
@@ -232,8 +218,9 @@ pub fn prepare_create(
     ] {
         remove_meta(&mut object, server_owned);
     }
-    set_meta(&mut object, "uid", json!(rng.uid()));
-    set_meta(&mut object, "creationTimestamp", timestamp(0));
+    let uid = stamps.uid(resource.plural, namespace.unwrap_or_default(), &name);
+    set_meta(&mut object, "uid", json!(uid));
+    set_meta(&mut object, "creationTimestamp", stamps.timestamp(0));
     if resource.generation != GenerationRule::None {
         set_meta(&mut object, "generation", json!(1));
     } else {
@@ -378,7 +365,7 @@ mod tests {
             resource,
             Some("default"),
             object,
-            &mut SeededRng::new(1),
+            &mut Stamps::new(1, None),
             &mut ClusterIpAllocator::default(),
             |_| false,
         )

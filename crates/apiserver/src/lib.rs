@@ -67,6 +67,7 @@ mod history;
 mod kubeconfig;
 mod load;
 mod random;
+mod request_log;
 mod resources;
 mod rest;
 mod selectors;
@@ -77,7 +78,8 @@ mod strategic_merge;
 mod transport;
 
 pub use faults::{FaultResponse, Faults};
-pub use load::{LoadError, HOLD_FINALIZER};
+pub use load::{LoadError, LoadReport, HOLD_FINALIZER};
+pub use request_log::RequestRecord;
 pub use status::ApiError;
 pub use transport::serve;
 
@@ -104,6 +106,11 @@ pub struct Config {
     pub seed: u64,
     /// How often a watch that allows bookmarks gets one.
     pub bookmark_interval: Duration,
+    /// When set, every timestamp the server stamps (creation, deletion) is this time, so the
+    /// same input gives the same objects (`plan --now`).
+    pub fixed_time: Option<k8s_openapi::jiff::Timestamp>,
+    /// Keep a log of every request ([`ApiServer::request_log`]).
+    pub record_requests: bool,
 }
 
 impl Default for Config {
@@ -113,6 +120,8 @@ impl Default for Config {
             history_window: 10_000,
             seed: 1,
             bookmark_interval: Duration::from_secs(30),
+            fixed_time: None,
+            record_requests: false,
         }
     }
 }
@@ -135,11 +144,7 @@ impl ApiServer {
     /// A server holding only the initial namespaces (`default`, `kube-system`, `kube-public`,
     /// `kube-node-lease`).
     pub fn new(config: Config) -> Self {
-        let shared = Arc::new(Shared::new(
-            config.history_window,
-            config.seed,
-            config.bookmark_interval,
-        ));
+        let shared = Arc::new(Shared::new(&config));
         shared.write(|cluster| {
             for name in INITIAL_NAMESPACES {
                 let ns = json!({"metadata": {"name": name}});
@@ -208,6 +213,66 @@ impl ApiServer {
             .clone()
     }
 
+    /// Every request answered since the server started, in order, when
+    /// [`Config::record_requests`] is on (empty otherwise).
+    pub fn request_log(&self) -> Vec<RequestRecord> {
+        self.shared.requests.snapshot()
+    }
+
+    /// How many requests the log holds, without copying it.
+    pub fn request_log_len(&self) -> usize {
+        self.shared.requests.len()
+    }
+
+    /// How many writes (create, update, patch, delete) to the given resources (plural names,
+    /// e.g. `endpointslices`) the server has answered, whatever their outcome.
+    pub fn writes_to(&self, resources: &[&str]) -> u64 {
+        self.shared
+            .counts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|((verb, resource), _)| {
+                matches!(
+                    verb.as_str(),
+                    "create" | "update" | "patch" | "delete" | "deletecollection"
+                ) && resources.contains(&resource.as_str())
+            })
+            .map(|(_, n)| *n)
+            .sum()
+    }
+
+    /// Waits until the clients writing `resources` have gone quiet: `is_idle` (the clients'
+    /// own view, such as "no work queued or in flight") holds and no write to `resources`
+    /// arrived for `quiet_for`. Returns false if `deadline` passes first.
+    ///
+    /// Both halves matter: a controller can be idle for an instant between a write and the
+    /// watch event that queues its next sync, and a server can see no writes while a
+    /// controller is still computing a large one.
+    pub async fn wait_until_quiet(
+        &self,
+        resources: &[&str],
+        quiet_for: Duration,
+        deadline: Duration,
+        is_idle: impl Fn() -> bool,
+    ) -> bool {
+        let step = (quiet_for / 10).clamp(Duration::from_millis(5), Duration::from_millis(100));
+        let start = tokio::time::Instant::now();
+        let mut last = self.writes_to(resources);
+        let mut since = start;
+        while start.elapsed() < deadline {
+            tokio::time::sleep(step).await;
+            let now = self.writes_to(resources);
+            if now != last || !is_idle() {
+                last = now;
+                since = tokio::time::Instant::now();
+            } else if since.elapsed() >= quiet_for {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Sets every request count back to zero.
     pub fn reset_request_counts(&self) {
         self.shared
@@ -235,6 +300,12 @@ impl ApiServer {
     /// the objects as stored. Stops at the first object the server refuses.
     pub fn apply_objects(&self, objects: Vec<Value>) -> Result<Vec<Value>, LoadError> {
         load::apply_objects(&self.shared, objects)
+    }
+
+    /// Like [`Self::apply_objects`], but objects the server refuses are left out and
+    /// reported while the rest load (`plan` warns about them and goes on).
+    pub fn load_objects(&self, objects: Vec<Value>) -> LoadReport {
+        load::load_objects(&self.shared, objects)
     }
 }
 

@@ -151,18 +151,59 @@ fn create_one(cluster: &mut Cluster, index: usize, mut object: Value) -> Result<
     Ok(loaded)
 }
 
+/// What a lenient load did.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    /// The objects as finally stored, in input order (objects a delete removed at once, and
+    /// refused ones, are left out).
+    pub stored: Vec<Value>,
+    /// Why each refused object was refused, in input order.
+    pub refused: Vec<LoadError>,
+}
+
 /// Loads `objects` in three passes (create, status, delete) and returns them as finally
-/// stored, in input order; objects that a delete removed at once are left out.
+/// stored, in input order; objects that a delete removed at once are left out. Stops at the
+/// first refusal.
 pub(crate) fn apply_objects(shared: &Shared, objects: Vec<Value>) -> Result<Vec<Value>, LoadError> {
+    let report = load(shared, objects, false)?;
+    Ok(report.stored)
+}
+
+/// Like [`apply_objects`], but an object the server refuses (or whose status or deletion it
+/// refuses) is left out and reported, and loading goes on with the rest.
+pub(crate) fn load_objects(shared: &Shared, objects: Vec<Value>) -> LoadReport {
+    // With `lenient` set, `load` reports refusals instead of returning them.
+    load(shared, objects, true).unwrap_or_else(|refused| LoadReport {
+        stored: Vec::new(),
+        refused: vec![refused],
+    })
+}
+
+fn load(shared: &Shared, objects: Vec<Value>, lenient: bool) -> Result<LoadReport, LoadError> {
     shared.write(|cluster| {
+        let mut report = LoadReport::default();
         let mut loaded = Vec::with_capacity(objects.len());
+        let keep = |result: Result<(), LoadError>, report: &mut LoadReport| match result {
+            Ok(()) => Ok(true),
+            Err(e) if lenient => {
+                report.refused.push(e);
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        };
         for (index, object) in objects.into_iter().enumerate() {
-            loaded.push(create_one(cluster, index, object)?);
+            match create_one(cluster, index, object) {
+                Ok(item) => loaded.push(item),
+                Err(e) => {
+                    keep(Err(e), &mut report)?;
+                }
+            }
         }
-        for item in &loaded {
+        let mut refused = vec![false; loaded.len()];
+        for (i, item) in loaded.iter().enumerate() {
             let Some(status) = &item.status else { continue };
             let body = json!({ "metadata": { "name": item.name }, "status": status });
-            update(
+            let result = update(
                 cluster,
                 item.resource,
                 &item.namespace,
@@ -170,16 +211,40 @@ pub(crate) fn apply_objects(shared: &Shared, objects: Vec<Value>) -> Result<Vec<
                 body,
                 true,
             )
-            .map_err(|e| item.rejected(e))?;
+            .map(drop)
+            .map_err(|e| item.rejected(e));
+            refused[i] = !keep(result, &mut report)?;
+            if refused[i] {
+                // An object whose status the server refuses would not exist on a cluster
+                // either (the status is part of what the input claims): take it out again.
+                let options = DeleteOptions {
+                    grace_period_seconds: Some(0),
+                    ..DeleteOptions::default()
+                };
+                if let Err(e) = delete(
+                    cluster,
+                    item.resource,
+                    &item.namespace,
+                    &item.name,
+                    &options,
+                ) {
+                    report.refused.push(item.rejected(e));
+                }
+            }
         }
-        for item in &loaded {
+        for (i, item) in loaded.iter().enumerate() {
             let Some(options) = &item.delete else {
                 continue;
             };
-            delete(cluster, item.resource, &item.namespace, &item.name, options)
-                .map_err(|e| item.rejected(e))?;
+            if refused[i] {
+                continue;
+            }
+            let result = delete(cluster, item.resource, &item.namespace, &item.name, options)
+                .map(drop)
+                .map_err(|e| item.rejected(e));
+            refused[i] = !keep(result, &mut report)?;
         }
-        Ok(loaded
+        report.stored = loaded
             .iter()
             .filter_map(|item| {
                 cluster
@@ -187,6 +252,7 @@ pub(crate) fn apply_objects(shared: &Shared, objects: Vec<Value>) -> Result<Vec<
                     .get(item.resource, &item.namespace, &item.name)
             })
             .map(|object| (**object).clone())
-            .collect())
+            .collect();
+        Ok(report)
     })
 }

@@ -6,6 +6,77 @@
 /// The characters kube-apiserver uses for `generateName` suffixes (no vowels, no look-alikes).
 const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
+/// What the server stamps on new objects: generated names, uids and times.
+///
+/// Each name and uid is drawn from the seed and what it is for (the namespace and prefix of a
+/// `generateName`, the resource, namespace and name of a uid) plus how many were drawn for that
+/// purpose before, not from one shared sequence. Two controllers writing at once therefore get
+/// the same names and uids on every run whatever order their requests arrive in, which is what
+/// makes `plan`'s output repeatable.
+#[derive(Debug, Clone)]
+pub struct Stamps {
+    seed: u64,
+    drawn: std::collections::HashMap<String, u64>,
+    fixed_time: Option<k8s_openapi::jiff::Timestamp>,
+}
+
+impl Stamps {
+    /// Stamps from `seed`; `fixed_time`, when given, is the time of every timestamp.
+    pub fn new(seed: u64, fixed_time: Option<k8s_openapi::jiff::Timestamp>) -> Self {
+        Self {
+            seed,
+            drawn: std::collections::HashMap::new(),
+            fixed_time,
+        }
+    }
+
+    fn generator(&mut self, purpose: &str) -> SeededRng {
+        let count = self.drawn.entry(purpose.to_owned()).or_default();
+        *count += 1;
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in purpose.bytes() {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        SeededRng::new(self.seed ^ hash ^ count.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    }
+
+    /// The five-character suffix for a `generateName` of `prefix` in `namespace`.
+    pub fn name_suffix(&mut self, namespace: &str, prefix: &str) -> String {
+        self.generator(&format!("name/{namespace}/{prefix}"))
+            .name_suffix()
+    }
+
+    /// A uid for the object `name` of `resource` in `namespace`.
+    pub fn uid(&mut self, resource: &str, namespace: &str, name: &str) -> String {
+        self.generator(&format!("uid/{resource}/{namespace}/{name}"))
+            .uid()
+    }
+
+    /// The time `seconds_from_now` from now (from the fixed time, if one was set).
+    pub fn time(&self, seconds_from_now: i64) -> k8s_openapi::jiff::Timestamp {
+        use k8s_openapi::jiff::{SignedDuration, Timestamp};
+        let now = self.fixed_time.unwrap_or_else(|| {
+            // jiff is built without its `std` feature here, so read the clock through std.
+            let since_epoch = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            let seconds = i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX);
+            let nanos = i32::try_from(since_epoch.subsec_nanos()).unwrap_or(0);
+            Timestamp::new(seconds, nanos).unwrap_or(Timestamp::UNIX_EPOCH)
+        });
+        now.checked_add(SignedDuration::from_secs(seconds_from_now))
+            .unwrap_or(now)
+    }
+
+    /// [`Self::time`] as a Kubernetes `Time` value.
+    pub fn timestamp(&self, seconds_from_now: i64) -> serde_json::Value {
+        serde_json::to_value(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+            self.time(seconds_from_now),
+        ))
+        .unwrap_or(serde_json::Value::Null)
+    }
+}
+
 /// A small splitmix64 generator: fast, seedable, and good enough for tests.
 #[derive(Debug, Clone)]
 pub struct SeededRng(u64);
@@ -66,6 +137,17 @@ mod tests {
         let (mut a, mut b) = (SeededRng::new(7), SeededRng::new(7));
         assert_eq!(a.name_suffix(), b.name_suffix());
         assert_eq!(a.uid(), b.uid());
+    }
+
+    #[test]
+    fn stamps_do_not_depend_on_the_order_of_other_requests() {
+        let mut a = Stamps::new(5, None);
+        let mut b = Stamps::new(5, None);
+        let first = a.name_suffix("ns", "web-");
+        b.uid("endpoints", "ns", "db");
+        b.name_suffix("ns", "db-");
+        assert_eq!(b.name_suffix("ns", "web-"), first);
+        assert_ne!(a.name_suffix("ns", "web-"), first, "a second draw differs");
     }
 
     #[test]

@@ -7,7 +7,8 @@
 
 use crate::defaults::ClusterIpAllocator;
 use crate::faults::Faults;
-use crate::random::SeededRng;
+use crate::random::Stamps;
+use crate::request_log::RequestLog;
 use crate::store::Store;
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -18,7 +19,7 @@ use tokio::sync::watch;
 #[derive(Debug, Clone)]
 pub(crate) struct Cluster {
     pub store: Store,
-    pub rng: SeededRng,
+    pub stamps: Stamps,
     pub ips: ClusterIpAllocator,
 }
 
@@ -32,22 +33,24 @@ pub(crate) struct Shared {
     stopping: watch::Sender<bool>,
     pub faults: Faults,
     pub counts: Mutex<BTreeMap<(String, String), u64>>,
+    pub requests: RequestLog,
     pub bookmark_interval: Duration,
 }
 
 impl Shared {
-    pub fn new(history_window: usize, seed: u64, bookmark_interval: Duration) -> Self {
+    pub fn new(config: &crate::Config) -> Self {
         Self {
             cluster: Mutex::new(Cluster {
-                store: Store::new(history_window),
-                rng: SeededRng::new(seed),
+                store: Store::new(config.history_window),
+                stamps: Stamps::new(config.seed, config.fixed_time),
                 ips: ClusterIpAllocator::default(),
             }),
             changes: watch::Sender::new(0),
             stopping: watch::Sender::new(false),
-            faults: Faults::new(seed),
+            faults: Faults::new(config.seed),
             counts: Mutex::new(BTreeMap::new()),
-            bookmark_interval,
+            requests: RequestLog::new(config.record_requests),
+            bookmark_interval: config.bookmark_interval,
         }
     }
 

@@ -14,6 +14,7 @@ mod write;
 
 pub(crate) use write::{create, delete, update, DeleteOptions};
 
+use crate::request_log::RequestRecord;
 use crate::resources::{self, Resource};
 use crate::state::Shared;
 use crate::status::ApiError;
@@ -46,7 +47,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
 }
 
 /// What a resource path names.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Target {
     pub resource: &'static Resource,
     /// The namespace in the path; `None` for cluster-scoped resources and all-namespace lists.
@@ -195,14 +196,67 @@ async fn serve(
     let result = match verb {
         "get" => read::get(&shared, &target),
         "list" => read::list(&shared, &target, &params),
-        "watch" => return watch::watch(shared, target, &params),
+        "watch" => {
+            let response = watch::watch(shared.clone(), target.clone(), &params);
+            return log_request(&shared, verb, &target, response).await;
+        }
         "create" => write::create_request(&shared, &target, &body),
         "update" => write::update_request(&shared, &target, &body),
         "patch" => patch::patch_request(&shared, &target, &headers, &body),
         "delete" => write::delete_request(&shared, &target, &params, &body),
         _ => write::delete_collection_request(&shared, &target, &params, &body),
     };
-    result.unwrap_or_else(IntoResponse::into_response)
+    let response = result.unwrap_or_else(IntoResponse::into_response);
+    log_request(&shared, verb, &target, response).await
+}
+
+/// Records the request in the server's request log when recording is on. Accepted writes keep
+/// the object the server answered; a create takes its name from it (it may be generated).
+async fn log_request(shared: &Shared, verb: &str, target: &Target, response: Response) -> Response {
+    if !shared.requests.enabled() {
+        return response;
+    }
+    let code = response.status();
+    let mut record = RequestRecord {
+        verb: verb.to_owned(),
+        group: target.resource.group.to_owned(),
+        resource: target.resource.plural.to_owned(),
+        subresource: if target.status {
+            "status".into()
+        } else {
+            String::new()
+        },
+        namespace: target.namespace.clone().unwrap_or_default(),
+        name: target.name.clone().unwrap_or_default(),
+        code: code.as_u16(),
+        object: None,
+    };
+    let keep_body = code.is_success()
+        && !target.dry_run
+        && matches!(verb, "create" | "update" | "patch" | "delete");
+    if !keep_body {
+        shared.requests.push(record);
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
+        Ok(bytes) => bytes,
+        Err(e) => return ApiError::internal(format!("reading the response: {e}")).into_response(),
+    };
+    if let Ok(object) = serde_json::from_slice::<Value>(&bytes) {
+        // A delete answers with the object while finalizers hold it, or with a Status once
+        // it is gone; only objects are kept.
+        if object.get("kind").and_then(Value::as_str) != Some("Status") {
+            if record.name.is_empty() {
+                record.name = crate::store::meta_str(&object, "name")
+                    .unwrap_or_default()
+                    .to_owned();
+            }
+            record.object = Some(object);
+        }
+    }
+    shared.requests.push(record);
+    Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
 /// A JSON response with one object.

@@ -11,7 +11,7 @@ use super::read::{list_response, select, Selection};
 use super::{object_response, Params, Target};
 use crate::admission::{
     check_namespace, has_finalizers, is_terminating, parse_body, prepare_create, prepare_update,
-    timestamp, PROTECTED_NAMESPACES,
+    PROTECTED_NAMESPACES,
 };
 use crate::resources::{self, Resource};
 use crate::state::{Cluster, Shared};
@@ -38,8 +38,8 @@ pub(crate) fn create(
         (true, None) => return Err(ApiError::method_not_allowed()),
         (false, _) => "",
     };
-    let Cluster { store, rng, ips } = cluster;
-    let object = prepare_create(resource, namespace, body, rng, ips, |name| {
+    let Cluster { store, stamps, ips } = cluster;
+    let object = prepare_create(resource, namespace, body, stamps, ips, |name| {
         store.get(resource, ns_key, name).is_some()
     })?;
     let name = meta_str(&object, "name").unwrap_or_default();
@@ -187,7 +187,11 @@ pub(crate) fn delete(
     }
     let mut marked = Arc::unwrap_or_clone(old);
     let grace = grace_period(resource, &marked, options);
-    set_meta(&mut marked, "deletionTimestamp", timestamp(grace));
+    set_meta(
+        &mut marked,
+        "deletionTimestamp",
+        cluster.stamps.timestamp(grace),
+    );
     set_meta(&mut marked, "deletionGracePeriodSeconds", json!(grace));
     if let Some(generation) = marked
         .get("metadata")
@@ -215,7 +219,11 @@ fn delete_namespace(
     let mut last = old.clone();
     if !is_terminating(&old) {
         let mut marked = Arc::unwrap_or_clone(old);
-        set_meta(&mut marked, "deletionTimestamp", timestamp(0));
+        set_meta(
+            &mut marked,
+            "deletionTimestamp",
+            cluster.stamps.timestamp(0),
+        );
         set_meta(&mut marked, "deletionGracePeriodSeconds", json!(0));
         marked["status"] = json!({"phase": "Terminating"});
         last = cluster.store.update(namespaces, marked);
@@ -342,7 +350,7 @@ mod tests {
     fn cluster() -> Cluster {
         let mut c = Cluster {
             store: crate::store::Store::new(1000),
-            rng: crate::random::SeededRng::new(1),
+            stamps: crate::random::Stamps::new(1, None),
             ips: Default::default(),
         };
         create(
