@@ -80,10 +80,29 @@ pub struct ControllerFlags {
     pub port: u16,
 }
 
+/// Which of the two controllers a `--controllers` list enables, as kube-controller-manager
+/// reads it (`*` is all, `-name` disables), as (endpoints, endpoint slices).
+pub fn enabled_controllers(list: &[String]) -> Result<(bool, bool)> {
+    let (mut endpoints, mut slices) = (false, false);
+    for item in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        match item {
+            "*" => (endpoints, slices) = (true, true),
+            "endpoint" | "endpoints" => endpoints = true,
+            "endpointslice" | "endpointslices" => slices = true,
+            "-endpoint" | "-endpoints" => endpoints = false,
+            "-endpointslice" | "-endpointslices" => slices = false,
+            other => bail!(
+                "--controllers: unknown controller {other:?} (known: endpoint, endpointslice, *)"
+            ),
+        }
+    }
+    Ok((endpoints, slices))
+}
+
 impl ControllerFlags {
     /// The enabled controllers (endpoints, endpoint slices).
     pub fn enabled(&self) -> Result<(bool, bool)> {
-        crate::cmd::plan::enabled_controllers(&self.controllers)
+        enabled_controllers(&self.controllers)
     }
 
     /// Settings for the controller crate.

@@ -6,8 +6,8 @@
 //! or on the UIDs its API server assigned, so both sides are normalised first; the rules are
 //! in `shared/conformance/README.md` and implemented in [`normalise`].
 
-use crate::manifests::{load_paths, Object};
-use crate::offline::{OfflineCluster, OfflineSettings};
+use crate::manifests::{load_paths, to_values, Object};
+use crate::plan::{plan, run_until_settled, PlanSettings};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,7 +24,7 @@ pub struct Case {
     /// Objects of `input.yaml`.
     pub objects: Vec<Object>,
     /// `--max-endpoints-per-slice` from `flags` (100 when absent).
-    pub max_endpoints_per_slice: usize,
+    pub max_endpoints_per_slice: u32,
     /// Other flags found in `flags`, passed on to the live controllers.
     pub flags: Vec<String>,
     /// `upstream.json`, if recorded.
@@ -97,22 +97,23 @@ pub fn find_cases(root: &Path) -> Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-/// Runs a case through the offline path `plan` uses.
-pub fn run_offline(case: &Case) -> Written {
-    let mut cluster = OfflineCluster::new(reconcile::Timestamp::now());
-    cluster.load(case.objects.clone());
-    let outcome = cluster.sync_all(&OfflineSettings {
-        endpoints: true,
-        endpoint_slices: true,
-        max_endpoints_per_slice: case.max_endpoints_per_slice,
-    });
-    Written {
-        endpoints: cluster
-            .endpoints()
+/// Runs a case through the path `plan` uses: the controllers on an in-process API server,
+/// one worker each.
+pub async fn run_offline(case: &Case) -> Result<Written> {
+    let mut settings = PlanSettings::new(reconcile::Timestamp::now());
+    settings.options.settings.max_endpoints_per_slice = case.max_endpoints_per_slice;
+    let outcome = plan(&case.objects, &settings)
+        .await
+        .with_context(|| format!("case {}", case.name))?;
+    Ok(Written {
+        endpoints: outcome
+            .endpoints
+            .iter()
             .filter_map(|e| serde_json::to_value(e).ok())
             .collect(),
-        endpoint_slices: cluster
-            .endpoint_slices()
+        endpoint_slices: outcome
+            .slices
+            .iter()
             .filter_map(|s| serde_json::to_value(s).ok())
             .collect(),
         events: outcome
@@ -127,7 +128,7 @@ pub fn run_offline(case: &Case) -> Written {
                 )
             })
             .collect(),
-    }
+    })
 }
 
 /// Reads the upstream recording into the same shape.
@@ -474,94 +475,38 @@ fn short(v: &Value) -> String {
     }
 }
 
-/// The raw objects of a case, as `apply_objects` loads them.
-pub fn raw_objects(objects: &[Object]) -> Vec<Value> {
-    objects
-        .iter()
-        .filter_map(|o| match o {
-            Object::Namespace(x) => serde_json::to_value(x).ok(),
-            Object::Node(x) => serde_json::to_value(x).ok(),
-            Object::Service(x) => serde_json::to_value(x).ok(),
-            Object::Pod(x) => serde_json::to_value(x).ok(),
-            Object::Endpoints(x) => serde_json::to_value(x).ok(),
-            Object::EndpointSlice(x) => serde_json::to_value(x).ok(),
-        })
-        .collect()
-}
-
-/// Requests that change Endpoints or EndpointSlices, as counted by the API server. Event
-/// writes are left out: a Service whose sync keeps failing (a pod on an unknown node) keeps
-/// recording events while its objects are long settled.
-fn object_writes(server: &apiserver::ApiServer) -> u64 {
-    server
-        .request_counts()
-        .iter()
-        .filter(|((verb, resource), _)| {
-            matches!(verb.as_str(), "create" | "update" | "patch" | "delete")
-                && matches!(resource.as_str(), "endpoints" | "endpointslices")
-        })
-        .map(|(_, n)| *n)
-        .sum()
-}
-
-/// Waits until the controllers are ready and no Endpoints or EndpointSlice has been written
-/// for 1.5 s (or `deadline` passes). Returns false on the deadline.
-pub async fn wait_until_quiet(
-    server: &apiserver::ApiServer,
-    readiness: &controller::health::Readiness,
-    deadline: std::time::Duration,
-) -> bool {
-    let quiet_for = std::time::Duration::from_millis(1500);
-    let step = std::time::Duration::from_millis(100);
-    let start = tokio::time::Instant::now();
-    let mut last = object_writes(server);
-    let mut since = tokio::time::Instant::now();
-    while start.elapsed() < deadline {
-        tokio::time::sleep(step).await;
-        let now = object_writes(server);
-        if now != last || !readiness.is_ready() {
-            last = now;
-            since = tokio::time::Instant::now();
-        } else if since.elapsed() >= quiet_for {
-            return true;
-        }
-    }
-    false
-}
-
-/// Runs a case through the live controllers: the case is loaded into an embedded API server
-/// the way the corpus was recorded (objects, then status through the status subresource,
-/// terminating pods held by a finalizer and deleted), both controllers run with the case's
-/// flags until the cluster is quiet, and what they wrote is read back through the API.
+/// Runs a case through the live controllers as `dev` runs them: the embedded API server
+/// over TCP, loaded the way the corpus was recorded (objects, then status through the status
+/// subresource, terminating pods held by a finalizer and deleted), both controllers with the
+/// case's flags and kube-controller-manager's default worker counts, until the cluster is
+/// quiet; what they wrote is read back through the API.
 pub async fn run_live(case: &Case) -> Result<Written> {
     use k8s_openapi::api::core::v1::{Endpoints, Event};
     use k8s_openapi::api::discovery::v1::EndpointSlice;
-    let server = apiserver::ApiServer::new(apiserver::Config::default());
-    server
-        .apply_objects(raw_objects(&case.objects))
+    let handle = apiserver::ApiServer::start(apiserver::Config::default())
+        .await
+        .context("starting the embedded API server")?;
+    handle
+        .apply_objects(to_values(&case.objects)?)
         .with_context(|| format!("case {}: loading input", case.name))?;
-    let client = kube::Client::new(server.service(), "default");
-    let settings = controller::config::Settings {
-        max_endpoints_per_slice: u32::try_from(case.max_endpoints_per_slice).unwrap_or(100),
-        ..Default::default()
-    };
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&handle.kubeconfig())
+        .context("reading the server's kubeconfig")?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .context("configuring the client")?;
+    let client = kube::Client::try_from(config).context("building the client")?;
     let options = controller::Options {
-        settings,
+        settings: controller::config::Settings {
+            max_endpoints_per_slice: case.max_endpoints_per_slice,
+            ..Default::default()
+        },
         endpoints: true,
         endpoint_slices: true,
     };
-    let registry = prometheus::Registry::new();
-    let readiness = controller::health::Readiness::new();
-    let token = tokio_util::sync::CancellationToken::new();
-    let task = {
-        let (client, readiness, token) = (client.clone(), readiness.clone(), token.clone());
-        tokio::spawn(
-            async move { controller::run(client, &options, &registry, readiness, token).await },
-        )
-    };
-    let quiet = wait_until_quiet(&server, &readiness, std::time::Duration::from_secs(120)).await;
+    run_until_settled(handle.server(), &client, &options)
+        .await
+        .with_context(|| format!("case {}", case.name))?;
     let lp = kube::api::ListParams::default();
-    let to_values = |items: Vec<serde_json::Value>| items;
     let endpoints = kube::Api::<Endpoints>::all(client.clone())
         .list(&lp)
         .await?;
@@ -569,26 +514,16 @@ pub async fn run_live(case: &Case) -> Result<Written> {
         .list(&lp)
         .await?;
     let events = kube::Api::<Event>::all(client.clone()).list(&lp).await?;
-    token.cancel();
-    match task.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => bail!("case {}: controllers failed: {e}", case.name),
-        Err(e) => bail!("case {}: controllers task failed: {e}", case.name),
-    }
-    if !quiet {
-        bail!(
-            "case {}: the controllers did not settle within 120s",
-            case.name
-        );
-    }
+    handle
+        .shutdown()
+        .await
+        .context("stopping the embedded API server")?;
     Ok(Written {
-        endpoints: to_values(
-            endpoints
-                .items
-                .iter()
-                .filter_map(|e| serde_json::to_value(e).ok())
-                .collect(),
-        ),
+        endpoints: endpoints
+            .items
+            .iter()
+            .filter_map(|e| serde_json::to_value(e).ok())
+            .collect(),
         endpoint_slices: slices
             .items
             .iter()

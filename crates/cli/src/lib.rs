@@ -1,7 +1,7 @@
-//! The `kube-endpoints` command line: offline planning, conformance checks, and (through the
-//! controller crate) the live controllers.
+//! The `kube-endpoints` command line: planning (the live controllers on an in-process API
+//! server), conformance checks, and the live controllers against a cluster.
 
 pub mod bench;
 pub mod conformance;
 pub mod manifests;
-pub mod offline;
+pub mod plan;

@@ -49,6 +49,25 @@ pub enum Object {
     EndpointSlice(EndpointSlice),
 }
 
+impl Object {
+    /// The object as JSON with its apiVersion and kind, as the API server loads it.
+    pub fn to_value(&self) -> serde_json::Result<serde_json::Value> {
+        match self {
+            Object::Namespace(x) => serde_json::to_value(x),
+            Object::Node(x) => serde_json::to_value(x),
+            Object::Service(x) => serde_json::to_value(x),
+            Object::Pod(x) => serde_json::to_value(x),
+            Object::Endpoints(x) => serde_json::to_value(x),
+            Object::EndpointSlice(x) => serde_json::to_value(x),
+        }
+    }
+}
+
+/// The objects as JSON, in order, as the API server loads them.
+pub fn to_values(objects: &[Object]) -> serde_json::Result<Vec<serde_json::Value>> {
+    objects.iter().map(Object::to_value).collect()
+}
+
 /// What was read, with notes about skipped documents.
 #[derive(Debug, Default)]
 pub struct Loaded {

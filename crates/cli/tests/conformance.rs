@@ -1,4 +1,5 @@
-//! Every recorded upstream case, through the offline path `plan` uses, compared with what
+//! Every recorded upstream case, through the path `plan` uses (the controllers on an
+//! in-process server) and through the live controllers over TCP, compared with what
 //! kube-controller-manager wrote.
 
 use kube_endpoints::conformance::{compare, find_cases, load_case, run_offline, upstream_written};
@@ -8,8 +9,8 @@ fn corpus() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases")
 }
 
-#[test]
-fn offline_plan_matches_upstream_on_every_recorded_case() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_matches_upstream_on_every_recorded_case() {
     let cases = find_cases(&corpus()).expect("corpus present");
     assert!(
         cases.len() >= 12,
@@ -20,7 +21,8 @@ fn offline_plan_matches_upstream_on_every_recorded_case() {
     for dir in &cases {
         let case = load_case(dir).expect("case loads");
         let upstream = case.upstream.as_ref().expect("recorded case");
-        let diffs = compare(&run_offline(&case), &upstream_written(upstream));
+        let ours = run_offline(&case).await.expect("the controllers settle");
+        let diffs = compare(&ours, &upstream_written(upstream));
         if !diffs.is_empty() {
             failures.push(format!(
                 "{}:\n  {}",
@@ -41,8 +43,8 @@ fn offline_plan_matches_upstream_on_every_recorded_case() {
     );
 }
 
-#[test]
-fn the_comparison_notices_a_wrong_answer() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_comparison_notices_a_wrong_answer() {
     // Guard against a comparison that cannot fail: a different slice size limit must differ.
     let dir = find_cases(&corpus())
         .unwrap()
@@ -52,7 +54,7 @@ fn the_comparison_notices_a_wrong_answer() {
     let mut case = load_case(&dir).unwrap();
     case.max_endpoints_per_slice = 50;
     let diffs = compare(
-        &run_offline(&case),
+        &run_offline(&case).await.unwrap(),
         &upstream_written(case.upstream.as_ref().unwrap()),
     );
     assert!(diffs.iter().any(|d| d.contains("sizes")), "{diffs:?}");

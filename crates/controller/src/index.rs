@@ -1,5 +1,5 @@
 //! The informers both controllers share, their compact stores, and the indexes the handlers
-//! and syncs read: pods and services by namespace, slices by (namespace, service name).
+//! and syncs read: pods and services by label pair, slices by (namespace, service name).
 
 use crate::informer::store::{Index, ObjectKey, Store};
 use crate::informer::{Handler, Informer, Synced};
@@ -17,12 +17,8 @@ use std::sync::Arc;
 pub struct Stores {
     /// Pods (projections).
     pub pods: Store<PodInfo>,
-    /// Pods by namespace.
-    pub pods_by_namespace: Index<PodInfo, String>,
     /// Services (projections).
     pub services: Store<ServiceInfo>,
-    /// Services by namespace.
-    pub services_by_namespace: Index<ServiceInfo, String>,
     /// Nodes (projections).
     pub nodes: Store<NodeInfo>,
     /// EndpointSlices.
@@ -171,14 +167,10 @@ impl Informers {
                 Some(Arc::new(e))
             },
         );
-        let pod_store = pods.store();
-        let service_store = services.store();
         let slice_store = slices.store();
         let stores = Stores {
-            pods_by_namespace: pod_store.add_namespace_index(),
-            pods: pod_store,
-            services_by_namespace: service_store.add_namespace_index(),
-            services: service_store,
+            pods: pods.store(),
+            services: services.store(),
             nodes: nodes.store(),
             slices_by_service: slice_store.add_index(|key: &ObjectKey, s: &EndpointSlice| {
                 reconcile::slice::service_name_of(s)

@@ -12,9 +12,19 @@
 //!                             └── events (bounded, async) ───┴── tracker / metrics
 //! ```
 //!
+//! In the layout: [`informer`] (watch, projection, store, synthesised deletes) -> [`index`]
+//! and [`label_index`] -> [`service_queuer`] and each controller's `handlers.rs` (which keys
+//! to queue) -> [`queue`] -> [`service_workers`] and [`worker`] (the shell both controllers
+//! share) -> `endpoints/sync.rs`, `endpointslice/sync.rs` (read the stores, call
+//! `reconcile`) -> `endpoints/writer.rs`, `endpointslice/writer.rs` (apply the plan, in
+//! upstream's order) -> [`events`], [`metrics`]. [`api_errors`] classifies the API's
+//! answers for both writers; [`activity`] tells callers when there is nothing left to do.
+//!
 //! [`run`] wires it together: informers for pods, services, nodes, slices and Endpoints are
 //! shared by both controllers; no worker starts before every informer has synced.
 
+pub mod activity;
+pub mod api_errors;
 pub mod client;
 pub mod config;
 pub mod endpoints;
@@ -28,8 +38,12 @@ pub mod leader;
 pub mod metrics;
 pub mod queue;
 pub mod service_queuer;
+pub mod service_workers;
+pub mod state_lock;
 pub mod token_bucket;
 pub mod worker;
+
+pub use activity::Activity;
 
 use crate::config::Settings;
 use crate::endpoints::EndpointsController;
@@ -62,12 +76,14 @@ pub enum RunError {
 }
 
 /// Runs the enabled controllers against `client` until `shutdown` is cancelled, then lets
-/// in-flight syncs finish and returns. `readiness` turns true once every informer synced.
+/// in-flight syncs finish and returns. `readiness` turns true once every informer synced;
+/// `activity` learns the controllers' queues, to tell when they have nothing left to do.
 pub async fn run(
     client: Client,
     options: &Options,
     registry: &prometheus::Registry,
     readiness: Readiness,
+    activity: Activity,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
     let background = CancellationToken::new();
@@ -100,11 +116,13 @@ pub async fn run(
             settings.max_endpoints_per_slice as usize,
             settings.endpointslice_updates_batch_period,
         )?;
-        let queuer = c.service_queuer();
+        let queuer = c.workers().service_queuer();
         handlers.pods.push(queuer.clone());
         handlers.services.push(queuer);
         handlers.nodes.push(c.clone());
         handlers.slices.push(c.clone());
+        activity.watch(c.workers().queue());
+        activity.watch(c.topology_queue());
         Some(c)
     } else {
         None
@@ -120,10 +138,11 @@ pub async fn run(
             recorder,
             settings.endpoint_updates_batch_period,
         )?;
-        let queuer = c.service_queuer();
+        let queuer = c.workers().service_queuer();
         handlers.pods.push(queuer.clone());
         handlers.services.push(queuer);
         handlers.endpoints.push(c.clone());
+        activity.watch(c.workers().queue());
         Some(c)
     } else {
         None
@@ -155,7 +174,7 @@ pub async fn run(
             c.shut_down().await;
         }
         if let Some(c) = &endpoints_controller {
-            c.shut_down().await;
+            c.workers().shut_down().await;
         }
         while workers.join_next().await.is_some() {}
     }

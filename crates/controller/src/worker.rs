@@ -1,22 +1,61 @@
 //! The worker loop both controllers run: take a key, sync it, retry failures with backoff,
-//! give up after the retry limit.
+//! give up after the retry limit. [`SyncError`] is what a sync hands back, and the loop
+//! decides from its variant alone.
 
 use crate::queue::{QueueKey, Retry, WorkQueue};
+use reconcile::keys::ServiceKey;
+use reconcile::slice::MissingNode;
 use std::future::Future;
 
 /// Syncs of one key are retried at most this often before the key is dropped (upstream's
 /// maxRetries); a later event queues it afresh.
 pub const MAX_RETRIES: u32 = 15;
 
-/// Why a sync failed.
+/// Why one sync of a Service failed. Every variant is retried with backoff.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
-    /// The informer cache is behind our own writes; retry once it caught up.
-    #[error("stale informer cache: {0}")]
-    Stale(String),
-    /// Anything else (a write failed, a pod's node is unknown, ...).
-    #[error("{0}")]
-    Failed(String),
+    /// The informer cache is behind our own writes; retry once it caught up. Counted as
+    /// `stale`, not `error`, and logged quietly: it is expected after every burst of writes.
+    #[error("{cache} informer cache is out of date for Service {service}")]
+    StaleCache {
+        /// Which cache (`EndpointSlice`, `Endpoints`).
+        cache: &'static str,
+        /// The Service synced.
+        service: ServiceKey,
+    },
+    /// Pods were left out because their nodes are not in the node cache yet; everything
+    /// else was written.
+    #[error("{} pod(s) of Service {service} are on nodes not in the node cache yet", nodes.len())]
+    NodeNotFound {
+        /// The Service synced.
+        service: ServiceKey,
+        /// The pods left out and their nodes.
+        nodes: Vec<MissingNode>,
+    },
+    /// A write was refused or failed.
+    #[error("failed to {verb} {kind} {name} of Service {service}")]
+    Write {
+        /// create, update or delete.
+        verb: &'static str,
+        /// Endpoints or EndpointSlice.
+        kind: &'static str,
+        /// The object's name (empty for a create with a generated name).
+        name: String,
+        /// The Service synced.
+        service: ServiceKey,
+        /// The API's answer.
+        #[source]
+        source: kube::Error,
+    },
+    /// Several of the above, from one sync (the slice controller writes each address type
+    /// separately and carries on after a failure in one).
+    #[error("{} failures syncing Service {service}", errors.len())]
+    Several {
+        /// The Service synced.
+        service: ServiceKey,
+        /// Each failure.
+        errors: Vec<SyncError>,
+    },
 }
 
 impl SyncError {
@@ -24,8 +63,33 @@ impl SyncError {
     pub fn result_label(result: &Result<(), SyncError>) -> &'static str {
         match result {
             Ok(()) => "success",
-            Err(SyncError::Stale(_)) => "stale",
-            Err(SyncError::Failed(_)) => "error",
+            Err(SyncError::StaleCache { .. }) => "stale",
+            Err(_) => "error",
+        }
+    }
+
+    /// One error from several; `None` when there are none.
+    pub fn combine(service: &ServiceKey, mut errors: Vec<SyncError>) -> Option<SyncError> {
+        match errors.len() {
+            0 => None,
+            1 => errors.pop(),
+            _ => Some(SyncError::Several {
+                service: service.clone(),
+                errors,
+            }),
+        }
+    }
+
+    /// Each failure as one line with its cause, in upstream's wording where an event shows
+    /// it (the slice controller's FailedToUpdateEndpointSlices message lists these).
+    pub fn messages(&self) -> Vec<String> {
+        match self {
+            SyncError::StaleCache { .. } => vec![self.to_string()],
+            SyncError::NodeNotFound { service, nodes } => {
+                nodes.iter().map(|n| n.message(service)).collect()
+            }
+            SyncError::Write { source, .. } => vec![format!("{self}: {source}")],
+            SyncError::Several { errors, .. } => errors.iter().flat_map(Self::messages).collect(),
         }
     }
 }
@@ -45,27 +109,6 @@ pub fn queue_after<K: QueueKey>(
     }
 }
 
-/// Spawns `workers` workers (at least one) on `tasks`, each syncing keys from `queue`.
-pub fn spawn_workers<K, T, F, Fut>(
-    tasks: &mut tokio::task::JoinSet<()>,
-    queue: &WorkQueue<K>,
-    workers: usize,
-    target: &std::sync::Arc<T>,
-    sync: F,
-) where
-    K: QueueKey + std::fmt::Display,
-    T: Send + Sync + 'static,
-    F: Fn(std::sync::Arc<T>, K) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<(), SyncError>> + Send + 'static,
-{
-    for _ in 0..workers.max(1) {
-        let (queue, target, sync) = (queue.clone(), std::sync::Arc::clone(target), sync.clone());
-        tasks.spawn(async move {
-            run_worker(queue, |key| sync(std::sync::Arc::clone(&target), key)).await;
-        });
-    }
-}
-
 /// Runs until the queue shuts down.
 pub async fn run_worker<K, F, Fut>(queue: WorkQueue<K>, sync: F)
 where
@@ -76,14 +119,20 @@ where
     while let Some(key) = queue.get().await {
         match sync(key.clone()).await {
             Ok(()) => queue.forget(&key),
-            Err(err) => match queue.retry_or_forget(key.clone(), MAX_RETRIES) {
-                Retry::Scheduled => {
-                    tracing::debug!(key = %key, %err, queue = queue.name(), "sync failed, retrying")
+            Err(err) => {
+                let cause = err.messages().join("; ");
+                match queue.retry_or_forget(key.clone(), MAX_RETRIES) {
+                    Retry::Scheduled if matches!(err, SyncError::StaleCache { .. }) => {
+                        tracing::debug!(key = %key, error = %cause, queue = queue.name(), "sync found a stale cache, retrying")
+                    }
+                    Retry::Scheduled => {
+                        tracing::error!(key = %key, error = %cause, queue = queue.name(), "sync failed, retrying")
+                    }
+                    Retry::GaveUp => {
+                        tracing::error!(key = %key, error = %cause, queue = queue.name(), "dropping key after repeated failures")
+                    }
                 }
-                Retry::GaveUp => {
-                    tracing::warn!(key = %key, %err, queue = queue.name(), "dropping key after repeated failures")
-                }
-            },
+            }
         }
         queue.done(&key);
     }

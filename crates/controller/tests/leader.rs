@@ -53,9 +53,16 @@ impl Instance {
                 elector
                     .run(
                         |token| async move {
-                            controller::run(client, &options(), &registry, Readiness::new(), token)
-                                .await
-                                .expect("the controllers run");
+                            controller::run(
+                                client,
+                                &options(),
+                                &registry,
+                                Readiness::new(),
+                                controller::Activity::new(),
+                                token,
+                            )
+                            .await
+                            .expect("the controllers run");
                         },
                         async move { shutdown.cancelled().await },
                     )

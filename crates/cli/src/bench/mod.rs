@@ -216,7 +216,15 @@ impl EmbeddedController {
                         endpoint_slices: true,
                     };
                     let registry = prometheus::Registry::new();
-                    controller::run(client, &options, &registry, r, s).await?;
+                    controller::run(
+                        client,
+                        &options,
+                        &registry,
+                        r,
+                        controller::Activity::new(),
+                        s,
+                    )
+                    .await?;
                     Ok(())
                 })
             })

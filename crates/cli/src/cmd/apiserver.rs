@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use kube_endpoints::manifests::{load_paths, Object};
+use kube_endpoints::manifests::{load_paths, to_values};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -22,7 +22,8 @@ pub struct ApiServerArgs {
     pub write_kubeconfig: Option<PathBuf>,
 }
 
-/// Converts loaded manifests into the raw objects the API server loads.
+/// Reads manifests into the raw objects the API server loads, printing notes on skipped
+/// documents.
 pub fn raw_objects(files: &[PathBuf]) -> Result<Vec<serde_json::Value>> {
     if files.is_empty() {
         return Ok(Vec::new());
@@ -31,21 +32,7 @@ pub fn raw_objects(files: &[PathBuf]) -> Result<Vec<serde_json::Value>> {
     for note in &loaded.notes {
         eprintln!("note: {note}");
     }
-    loaded
-        .objects
-        .into_iter()
-        .map(|o| {
-            let v = match o {
-                Object::Namespace(x) => serde_json::to_value(x),
-                Object::Node(x) => serde_json::to_value(x),
-                Object::Service(x) => serde_json::to_value(x),
-                Object::Pod(x) => serde_json::to_value(x),
-                Object::Endpoints(x) => serde_json::to_value(x),
-                Object::EndpointSlice(x) => serde_json::to_value(x),
-            };
-            v.context("re-encoding a manifest")
-        })
-        .collect()
+    to_values(&loaded.objects).context("re-encoding a manifest")
 }
 
 /// Starts the server and the manifests; returns the running handle.

@@ -20,8 +20,9 @@ pub struct ConformanceArgs {
     /// Print every difference (by default the first 20 of a failing case).
     #[arg(long)]
     pub verbose: bool,
-    /// Also run each case through the live controllers against an embedded API server
-    /// (slower); a case passes only if both the offline and the live run match upstream.
+    /// Also run each case through the live controllers as `dev` runs them (embedded API
+    /// server over TCP, default worker counts); a case passes only if both the `plan` run
+    /// and the live run match upstream.
     #[arg(long)]
     pub live: bool,
 }
@@ -29,6 +30,9 @@ pub struct ConformanceArgs {
 /// Runs the command; true when every case passed.
 pub fn run(args: ConformanceArgs) -> Result<bool> {
     let (mut passed, mut failed) = (0, 0);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let mut out = std::io::stdout().lock();
     for dir in &args.dirs {
         for case_dir in find_cases(dir)? {
@@ -38,14 +42,14 @@ pub fn run(args: ConformanceArgs) -> Result<bool> {
                 continue;
             };
             let expected = upstream_written(upstream);
-            let mut diffs: Vec<String> = compare(&run_offline(&case), &expected)
-                .into_iter()
-                .map(|d| format!("offline: {d}"))
-                .collect();
+            let mut diffs: Vec<String> = match runtime.block_on(run_offline(&case)) {
+                Ok(written) => compare(&written, &expected)
+                    .into_iter()
+                    .map(|d| format!("offline: {d}"))
+                    .collect(),
+                Err(err) => vec![format!("offline: {err:#}")],
+            };
             if args.live {
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .enable_all()
-                    .build()?;
                 match runtime.block_on(run_live(&case)) {
                     Ok(written) => diffs.extend(
                         compare(&written, &expected)

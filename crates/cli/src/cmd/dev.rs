@@ -7,6 +7,9 @@ use clap::Args;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// How long the controllers must have had nothing to do before `--exit-when-synced` prints.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Start the embedded API server, load manifests into it, and run the controllers against it
 /// over HTTP, as they would run against a cluster. Prints how to use kubectl with it. Runs
 /// until interrupted (or, with --exit-when-synced, until the controllers are idle).
@@ -51,12 +54,21 @@ pub async fn run(args: DevArgs) -> Result<()> {
     );
     let controllers = tokio::spawn(session.controllers(session.shutdown.clone()));
     if args.exit_when_synced {
-        kube_endpoints::conformance::wait_until_quiet(
-            handle.server(),
-            &session.readiness,
-            std::time::Duration::from_secs(600),
-        )
-        .await;
+        let (readiness, activity) = (&session.readiness, &session.activity);
+        let settled = handle
+            .server()
+            .wait_until_quiet(
+                &["endpoints", "endpointslices"],
+                SETTLE,
+                std::time::Duration::from_secs(600),
+                || readiness.is_ready() && activity.is_idle_within(SETTLE),
+            )
+            .await;
+        if !settled {
+            eprintln!(
+                "warning: the controllers did not settle within 600s; printing what is there"
+            );
+        }
         print_objects(&session.client).await?;
         session.shutdown.cancel();
     }

@@ -1,10 +1,10 @@
 //! `kube-endpoints plan`: what the controllers would write for a set of manifests.
 
-use anyhow::{bail, Context, Result};
+use crate::args::enabled_controllers;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use kube_endpoints::manifests::load_paths;
-use kube_endpoints::offline::{OfflineCluster, OfflineSettings};
-use reconcile::slice::MAX_ENDPOINTS_PER_SLICE_LIMIT;
+use kube_endpoints::plan::{plan, PlanSettings};
 use reconcile::Timestamp;
 use std::io::Write;
 use std::path::PathBuf;
@@ -21,9 +21,10 @@ pub enum Format {
 /// Show offline which Endpoints and EndpointSlices the controllers would write.
 ///
 /// The manifests are the cluster's current state (Namespaces, Nodes, Services, Pods, and
-/// existing Endpoints and EndpointSlices; other kinds are skipped with a note). Each Service
-/// gets one sync of each controller, through the same code the live controllers run, and the
-/// writes are applied to that state.
+/// existing Endpoints and EndpointSlices; other kinds are skipped with a note). They are
+/// loaded into an in-process embedded API server, the live controllers run against it until
+/// they have nothing left to do, and what they wrote is reported. Objects the API server
+/// would refuse are skipped with a warning.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     /// A manifest file or directory (YAML or JSON; multi-document and `kind: List` too).
@@ -32,9 +33,10 @@ pub struct PlanArgs {
     pub files: Vec<PathBuf>,
     /// Maximum endpoints per EndpointSlice (1 to 1000), as kube-controller-manager's flag.
     #[arg(long, default_value_t = 100)]
-    pub max_endpoints_per_slice: usize,
-    /// Controllers to run: `endpoint` (v1 Endpoints), `endpointslice`, or `*` for both.
-    #[arg(long, value_delimiter = ',', default_value = "endpoint,endpointslice")]
+    pub max_endpoints_per_slice: u32,
+    /// Controllers to run: `endpoint` (v1 Endpoints), `endpointslice`, or `*` for both;
+    /// `-name` disables one.
+    #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Yaml)]
@@ -45,62 +47,35 @@ pub struct PlanArgs {
     pub now: Option<Timestamp>,
 }
 
-/// Which of the two controllers a `--controllers` list enables, as kube-controller-manager
-/// reads it (`*` is all, `-name` disables).
-pub fn enabled_controllers(list: &[String]) -> Result<(bool, bool)> {
-    let (mut endpoints, mut slices) = (false, false);
-    for item in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
-        match item {
-            "*" => (endpoints, slices) = (true, true),
-            "endpoint" | "endpoints" => endpoints = true,
-            "endpointslice" | "endpointslices" => slices = true,
-            "-endpoint" | "-endpoints" => endpoints = false,
-            "-endpointslice" | "-endpointslices" => slices = false,
-            other => bail!(
-                "--controllers: unknown controller {other:?} (known: endpoint, endpointslice, *)"
-            ),
-        }
-    }
-    Ok((endpoints, slices))
-}
-
 /// Runs the command.
 pub fn run(args: PlanArgs) -> Result<()> {
-    if !(1..=MAX_ENDPOINTS_PER_SLICE_LIMIT).contains(&args.max_endpoints_per_slice) {
-        bail!("--max-endpoints-per-slice must be between 1 and {MAX_ENDPOINTS_PER_SLICE_LIMIT}, got {}", args.max_endpoints_per_slice);
-    }
     let (endpoints, endpoint_slices) = enabled_controllers(&args.controllers)?;
     let loaded = load_paths(&args.files)?;
     for note in &loaded.notes {
         eprintln!("note: {note}");
     }
     let now = args.now.unwrap_or_else(Timestamp::now);
-    let mut cluster = OfflineCluster::new(now);
-    for warning in cluster.load(loaded.objects) {
-        eprintln!("warning: {warning}");
+    let mut settings = PlanSettings::new(now);
+    settings.options.endpoints = endpoints;
+    settings.options.endpoint_slices = endpoint_slices;
+    settings.options.settings.max_endpoints_per_slice = args.max_endpoints_per_slice;
+    settings.options.settings.validate()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let outcome = runtime.block_on(plan(&loaded.objects, &settings))?;
+    drop(loaded);
+    for refused in &outcome.refused {
+        eprintln!("warning: skipped, the API server refuses it: {refused}");
     }
-    let settings = OfflineSettings {
-        endpoints,
-        endpoint_slices,
-        max_endpoints_per_slice: args.max_endpoints_per_slice,
-    };
-    let outcome = cluster.sync_all(&settings);
-
-    let mut objects: Vec<serde_json::Value> = Vec::new();
-    if endpoints {
-        objects.extend(
-            cluster
-                .endpoints()
-                .map(|e| serde_json::to_value(e).unwrap_or_default()),
-        );
-    }
-    if endpoint_slices {
-        objects.extend(
-            cluster
-                .endpoint_slices()
-                .map(|s| serde_json::to_value(s).unwrap_or_default()),
-        );
-    }
+    let objects: Vec<serde_json::Value> = outcome
+        .endpoints
+        .iter()
+        .map(serde_json::to_value)
+        .chain(outcome.slices.iter().map(serde_json::to_value))
+        .collect::<serde_json::Result<_>>()
+        .context("encoding the objects")?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match args.output {

@@ -75,6 +75,8 @@ pub struct Session {
     pub registry: prometheus::Registry,
     /// Served on /readyz.
     pub readiness: Readiness,
+    /// Whether the controllers have work queued or in flight.
+    pub activity: controller::Activity,
     /// Where the health server listens.
     pub metrics_addr: std::net::SocketAddr,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -123,6 +125,7 @@ impl Session {
             shutdown,
             registry,
             readiness,
+            activity: controller::Activity::new(),
             metrics_addr,
             server,
         })
@@ -133,13 +136,14 @@ impl Session {
         &self,
         token: CancellationToken,
     ) -> impl std::future::Future<Output = Result<(), controller::RunError>> + Send + 'static {
-        let (client, options, registry, readiness) = (
+        let (client, options, registry, readiness, activity) = (
             self.client.clone(),
             self.options.clone(),
             self.registry.clone(),
             self.readiness.clone(),
+            self.activity.clone(),
         );
-        async move { controller::run(client, &options, &registry, readiness, token).await }
+        async move { controller::run(client, &options, &registry, readiness, activity, token).await }
     }
 
     /// Stops the health server.

@@ -12,7 +12,7 @@ impl Handler<Endpoints> for EndpointsController {
     fn on_update(&self, _old: &Arc<Endpoints>, _new: &Arc<Endpoints>) {}
     fn on_delete(&self, endpoints: &Arc<Endpoints>) {
         if let (Some(ns), Some(name)) = (&endpoints.metadata.namespace, &endpoints.metadata.name) {
-            self.queue.add(ServiceKey::new(ns, name));
+            self.workers.queue().add(ServiceKey::new(ns, name));
         }
     }
 }

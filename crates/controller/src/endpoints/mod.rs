@@ -1,19 +1,25 @@
-//! The live v1 Endpoints controller.
+//! The live v1 Endpoints controller: handlers queue Service keys, workers sync them through
+//! `reconcile::plan_endpoints`, and the writer sends the one create, update or delete.
 
 mod handlers;
 mod sync;
+mod writer;
 
 use crate::events::EventRecorder;
 use crate::index::Stores;
-use crate::queue::{QueueConfig, WorkQueue};
+use crate::queue::QueueConfig;
+use crate::service_workers::{ServiceSync, ServiceWorkers};
+use crate::state_lock::StateLock;
+use crate::worker::SyncError;
 use kube::Client;
 use reconcile::endpoints::stale::StaleEndpointsTracker;
 use reconcile::endpoints::LEADER_ANNOTATION;
 use reconcile::keys::ServiceKey;
 use reconcile::trigger_time::TriggerTimeTracker;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
+/// State upstream keeps between syncs.
 pub(crate) struct EndpointsState {
     triggers: TriggerTimeTracker,
     stale: StaleEndpointsTracker,
@@ -22,12 +28,9 @@ pub(crate) struct EndpointsState {
 /// The Endpoints controller.
 pub struct EndpointsController {
     client: Client,
-    stores: Stores,
-    queue: WorkQueue<ServiceKey>,
-    state: Mutex<EndpointsState>,
+    workers: ServiceWorkers,
+    state: StateLock<EndpointsState>,
     events: EventRecorder,
-    batch_period: Duration,
-    syncs: prometheus::IntCounterVec,
 }
 
 impl EndpointsController {
@@ -49,28 +52,30 @@ impl EndpointsController {
         registry.register(Box::new(syncs.clone()))?;
         Ok(Arc::new(Self {
             client,
-            stores,
-            queue: WorkQueue::with_metrics(QueueConfig::endpoints(), registry)?,
-            state: Mutex::new(EndpointsState {
+            workers: ServiceWorkers::new(
+                stores,
+                QueueConfig::endpoints(),
+                registry,
+                syncs,
+                batch_period,
+            )?,
+            state: StateLock::new(EndpointsState {
                 triggers: TriggerTimeTracker::default(),
                 stale: StaleEndpointsTracker::default(),
             }),
             events,
-            batch_period,
-            syncs,
         }))
     }
 
-    fn state(&self) -> MutexGuard<'_, EndpointsState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// The shared queue, workers and queuer.
+    pub fn workers(&self) -> &ServiceWorkers {
+        &self.workers
     }
 
     /// Queues every existing Endpoints object once, so those whose Service is gone are
     /// deleted. Leader-election records kept in Endpoints are left alone.
     pub fn queue_leftovers(&self) {
-        for endpoints in self.stores.endpoints.list() {
+        for endpoints in self.workers.stores().endpoints.list() {
             let annotated = endpoints
                 .metadata
                 .annotations
@@ -81,35 +86,22 @@ impl EndpointsController {
                 &endpoints.metadata.namespace,
                 &endpoints.metadata.name,
             ) {
-                self.queue.add(ServiceKey::new(ns, name));
+                self.workers.queue().add(ServiceKey::new(ns, name));
             }
         }
     }
 
     /// Runs `workers` sync workers until the queue shuts down.
     pub async fn run_workers(self: Arc<Self>, workers: usize) {
-        let mut tasks = tokio::task::JoinSet::new();
-        crate::worker::spawn_workers(
-            &mut tasks,
-            &self.queue,
-            workers,
-            &self,
-            |this: Arc<Self>, key| async move { this.sync(key).await },
-        );
-        while tasks.join_next().await.is_some() {}
+        self.workers.run(Arc::clone(&self), workers).await;
     }
+}
 
-    /// The handler that queues this controller's Services on Service and Pod events.
-    pub fn service_queuer(&self) -> Arc<crate::service_queuer::ServiceQueuer> {
-        crate::service_queuer::ServiceQueuer::new(
-            self.stores.clone(),
-            self.queue.clone(),
-            self.batch_period,
-        )
-    }
-
-    /// Stops taking new keys; in-flight syncs finish.
-    pub async fn shut_down(&self) {
-        self.queue.shut_down_with_drain().await;
+impl ServiceSync for EndpointsController {
+    fn sync_service(
+        &self,
+        key: &ServiceKey,
+    ) -> impl std::future::Future<Output = Result<(), SyncError>> + Send {
+        self.sync(key)
     }
 }

@@ -18,14 +18,16 @@ impl EndpointSliceController {
             return;
         };
         let delay = self.batch_period.max(Duration::from_secs(1));
-        self.queue.add_after(ServiceKey::new(ns, name), delay);
+        self.workers
+            .queue()
+            .add_after(ServiceKey::new(ns, name), delay);
     }
 }
 
 /// EndpointSlice events: only changes we did not make ourselves resync the Service.
 impl Handler<EndpointSlice> for EndpointSliceController {
     fn on_add(&self, slice: &Arc<EndpointSlice>) {
-        if is_managed_by_us(slice) && self.state().tracker.should_sync(slice) {
+        if is_managed_by_us(slice) && self.state.lock().tracker.should_sync(slice) {
             self.queue_for_slice(slice);
         }
     }
@@ -36,7 +38,9 @@ impl Handler<EndpointSlice> for EndpointSliceController {
             return;
         }
         let managed_by_changed = is_managed_by_us(old) != is_managed_by_us(new);
-        if managed_by_changed || (is_managed_by_us(new) && self.state().tracker.should_sync(new)) {
+        if managed_by_changed
+            || (is_managed_by_us(new) && self.state.lock().tracker.should_sync(new))
+        {
             self.queue_for_slice(new);
         }
     }
@@ -47,7 +51,7 @@ impl Handler<EndpointSlice> for EndpointSliceController {
         // Upstream only resyncs for slices its tracker knows. A slice it does not know yet
         // may be one whose create has not returned; the tracker notes it, and the Service is
         // synced so the slice is written again.
-        let unexpected = self.state().tracker.handle_deleted(slice);
+        let unexpected = self.state.lock().tracker.handle_deleted(slice);
         if unexpected {
             self.queue_for_slice(slice);
         }

@@ -6,19 +6,20 @@ mod handlers;
 mod sync;
 mod writer;
 
-pub(crate) use writer::{is_already_exists, is_namespace_terminating, is_not_found};
-
 use crate::events::EventRecorder;
 use crate::index::Stores;
 use crate::metrics::EndpointSliceMetrics;
 use crate::queue::{QueueConfig, WorkQueue};
+use crate::service_workers::{ServiceSync, ServiceWorkers};
+use crate::state_lock::StateLock;
+use crate::worker::SyncError;
 use kube::Client;
 use reconcile::keys::ServiceKey;
 use reconcile::metrics_cache::MetricsCache;
 use reconcile::slice::tracker::SliceTracker;
 use reconcile::topology::TopologyCache;
 use reconcile::trigger_time::TriggerTimeTracker;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// State upstream keeps between syncs, behind one lock (never held across an await).
@@ -32,10 +33,9 @@ pub(crate) struct SliceState {
 /// The EndpointSlice controller.
 pub struct EndpointSliceController {
     client: Client,
-    stores: Stores,
-    queue: WorkQueue<ServiceKey>,
+    workers: ServiceWorkers,
     topology_queue: WorkQueue<TopologyKey>,
-    state: Mutex<SliceState>,
+    state: StateLock<SliceState>,
     metrics: EndpointSliceMetrics,
     events: EventRecorder,
     max_endpoints_per_slice: usize,
@@ -62,87 +62,81 @@ impl EndpointSliceController {
         max_endpoints_per_slice: usize,
         batch_period: Duration,
     ) -> Result<Arc<Self>, prometheus::Error> {
+        let metrics = EndpointSliceMetrics::register(registry)?;
         Ok(Arc::new(Self {
             client,
-            stores,
-            queue: WorkQueue::with_metrics(QueueConfig::endpoint_slice(), registry)?,
+            workers: ServiceWorkers::new(
+                stores,
+                QueueConfig::endpoint_slice(),
+                registry,
+                metrics.syncs.clone(),
+                batch_period,
+            )?,
             topology_queue: WorkQueue::with_metrics(
                 QueueConfig::endpoint_slice_topology(),
                 registry,
             )?,
-            state: Mutex::new(SliceState {
+            state: StateLock::new(SliceState {
                 topology: TopologyCache::default(),
                 tracker: SliceTracker::default(),
                 triggers: TriggerTimeTracker::default(),
                 metrics_cache: MetricsCache::new(max_endpoints_per_slice),
             }),
-            metrics: EndpointSliceMetrics::register(registry)?,
+            metrics,
             events,
             max_endpoints_per_slice,
             batch_period,
         }))
     }
 
-    pub(crate) fn state(&self) -> MutexGuard<'_, SliceState> {
-        // A panic while holding the lock cannot leave the state half-written in a way that
-        // matters more than stopping; keep serving with what is there.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// The shared queue, workers and queuer.
+    pub fn workers(&self) -> &ServiceWorkers {
+        &self.workers
     }
 
     /// Recomputes the zone shares from the node store and queues the Services whose hints no
     /// longer fit.
     pub fn check_topology(&self) {
-        let nodes = self.stores.nodes.list();
+        let nodes = self.workers.stores().nodes.list();
         let overloaded = {
-            let mut state = self.state();
+            let mut state = self.state.lock();
             state.topology.set_nodes(nodes.iter().map(|n| &**n));
             state.topology.overloaded_services()
         };
         for key in overloaded {
-            self.queue.add(key);
+            self.workers.queue().add(key);
         }
     }
 
     /// Runs `workers` sync workers and the topology worker until the queues shut down.
     pub async fn run_workers(self: Arc<Self>, workers: usize) {
-        let mut tasks = tokio::task::JoinSet::new();
-        crate::worker::spawn_workers(
-            &mut tasks,
-            &self.queue,
-            workers,
-            &self,
-            |this: Arc<Self>, key| async move { this.sync(key).await },
-        );
-        let this = Arc::clone(&self);
-        tasks.spawn(async move {
-            while let Some(key) = this.topology_queue.get().await {
-                this.check_topology();
-                this.topology_queue.forget(&key);
-                this.topology_queue.done(&key);
+        let topology = async {
+            while let Some(key) = self.topology_queue.get().await {
+                self.check_topology();
+                self.topology_queue.forget(&key);
+                self.topology_queue.done(&key);
             }
-        });
-        while tasks.join_next().await.is_some() {}
-    }
-
-    /// The handler that queues this controller's Services on Service and Pod events.
-    pub fn service_queuer(&self) -> Arc<crate::service_queuer::ServiceQueuer> {
-        crate::service_queuer::ServiceQueuer::new(
-            self.stores.clone(),
-            self.queue.clone(),
-            self.batch_period,
-        )
+        };
+        tokio::join!(self.workers.run(Arc::clone(&self), workers), topology);
     }
 
     /// Stops taking new keys; in-flight syncs finish.
     pub async fn shut_down(&self) {
         self.topology_queue.shut_down();
-        self.queue.shut_down_with_drain().await;
+        self.workers.shut_down().await;
     }
 
-    /// The service work queue (for tests and metrics).
-    pub fn queue(&self) -> &WorkQueue<ServiceKey> {
-        &self.queue
+    /// The topology queue (watched for activity with the service queue).
+    pub fn topology_queue(&self) -> &WorkQueue<TopologyKey> {
+        &self.topology_queue
+    }
+}
+
+impl ServiceSync for EndpointSliceController {
+    fn sync_service(
+        &self,
+        key: &ServiceKey,
+    ) -> impl std::future::Future<Output = Result<(), SyncError>> + Send {
+        self.sync(key)
     }
 }

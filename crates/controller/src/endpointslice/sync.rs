@@ -1,13 +1,12 @@
 //! One sync of one Service: read the stores, plan through `reconcile`, write, record.
 
-use super::writer::write_batches;
 use super::EndpointSliceController;
 use crate::events::Involved;
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::keys::ServiceKey;
 use reconcile::projection::PodInfo;
-use reconcile::slice::{failure_event, is_managed_slice_of, NodeZones};
+use reconcile::slice::{failure_event, is_managed_slice_of, NodeZones, SlicePlan};
 use reconcile::{plan_slices, SliceInput};
 use std::sync::Arc;
 
@@ -24,18 +23,12 @@ impl NodeZones for StoreZones<'_> {
 
 impl EndpointSliceController {
     /// Syncs one Service.
-    pub async fn sync(&self, key: ServiceKey) -> Result<(), SyncError> {
-        let result = self.sync_inner(&key).await;
-        let label = SyncError::result_label(&result);
-        self.metrics.syncs.with_label_values(&[label]).inc();
-        result
-    }
-
-    async fn sync_inner(&self, key: &ServiceKey) -> Result<(), SyncError> {
-        let Some(service) = self.stores.service(key) else {
+    pub async fn sync(&self, key: &ServiceKey) -> Result<(), SyncError> {
+        let stores = self.workers.stores();
+        let Some(service) = stores.service(key) else {
             // The Service is gone: forget it. Its slices go with it through their owner
             // references (the garbage collector's job).
-            let mut state = self.state();
+            let mut state = self.state.lock();
             state.triggers.delete_service(key);
             state.tracker.delete_service(key);
             state.metrics_cache.delete_service(key);
@@ -46,10 +39,9 @@ impl EndpointSliceController {
         if service.is_skipped() {
             return Ok(());
         }
-        let pods: Vec<Arc<PodInfo>> = self.stores.pods_of(&service);
+        let pods: Vec<Arc<PodInfo>> = stores.pods_of(&service);
         let pod_refs: Vec<&PodInfo> = pods.iter().map(|p| &**p).collect();
-        let slices: Vec<Arc<EndpointSlice>> = self
-            .stores
+        let slices: Vec<Arc<EndpointSlice>> = stores
             .slices_of(key)
             .into_iter()
             .filter(|s| {
@@ -57,19 +49,20 @@ impl EndpointSliceController {
             })
             .collect();
         let plan = {
-            let mut state = self.state();
+            let mut state = self.state.lock();
             let refs: Vec<&EndpointSlice> = slices.iter().map(|s| &**s).collect();
             if state.tracker.stale_slices(key, &refs) {
-                return Err(SyncError::Stale(format!(
-                    "EndpointSlice informer cache is out of date for {key}"
-                )));
+                return Err(SyncError::StaleCache {
+                    cache: "EndpointSlice",
+                    service: key.clone(),
+                });
             }
             let trigger_time = state.triggers.compute(&service, &pod_refs);
             let input = SliceInput {
                 service: &service,
                 pods: &pod_refs,
                 existing: &slices,
-                nodes: &StoreZones(&self.stores.nodes),
+                nodes: &StoreZones(&stores.nodes),
                 trigger_time,
                 max_endpoints_per_slice: self.max_endpoints_per_slice,
             };
@@ -83,25 +76,25 @@ impl EndpointSliceController {
             self.update_gauges(&state.metrics_cache);
             plan
         };
-        for (_, figures) in &plan.figures {
-            self.metrics
-                .endpoints_added_per_sync
-                .observe(figures.added as f64);
-            self.metrics
-                .endpoints_removed_per_sync
-                .observe(figures.removed as f64);
-        }
+        self.observe_figures(&plan);
 
-        let mut errors = plan.errors.clone();
-        let changed = write_batches(self, &service, &plan.batches, &mut errors).await;
+        let written = self.write_batches(key, &plan.batches).await;
         self.metrics
             .endpointslices_changed_per_sync
             .with_label_values(&[
                 plan.topology_label,
                 plan.traffic_distribution_label.as_str(),
             ])
-            .observe(changed as f64);
+            .observe(written.changed as f64);
 
+        let mut errors = Vec::new();
+        if !plan.missing_nodes.is_empty() {
+            errors.push(SyncError::NodeNotFound {
+                service: key.clone(),
+                nodes: plan.missing_nodes,
+            });
+        }
+        errors.extend(written.errors);
         let involved = Involved {
             kind: "Service",
             namespace: service.namespace.clone(),
@@ -111,14 +104,26 @@ impl EndpointSliceController {
         for event in plan.events {
             self.events.record(involved.clone(), event);
         }
-        if errors.is_empty() {
-            Ok(())
-        } else {
-            self.events.record(
-                involved,
-                failure_event(&service.namespace, &service.name, &errors),
-            );
-            Err(SyncError::Failed(errors.join("; ")))
+        match SyncError::combine(key, errors) {
+            None => Ok(()),
+            Some(error) => {
+                self.events.record(
+                    involved,
+                    failure_event(&service.namespace, &service.name, &error.messages()),
+                );
+                Err(error)
+            }
+        }
+    }
+
+    fn observe_figures(&self, plan: &SlicePlan) {
+        for (_, figures) in &plan.figures {
+            self.metrics
+                .endpoints_added_per_sync
+                .observe(figures.added as f64);
+            self.metrics
+                .endpoints_removed_per_sync
+                .observe(figures.removed as f64);
         }
     }
 

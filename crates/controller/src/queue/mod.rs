@@ -370,6 +370,17 @@ impl<K: QueueKey> WorkQueue<K> {
         self.len() == 0
     }
 
+    /// Whether the queue has nothing to do now and nothing due within `horizon`: no key ready,
+    /// none being processed, and no delayed key due sooner. Keys further out (a long backoff)
+    /// do not count, so a sync that keeps failing the same way does not keep the queue busy.
+    pub fn is_idle_within(&self, horizon: Duration) -> bool {
+        let state = lock(&self.inner.state);
+        let soonest_due = state.timers.keys().next().map(|(due, _)| *due);
+        state.ready.is_empty()
+            && state.processing.is_empty()
+            && soonest_due.is_none_or(|due| due > Instant::now() + horizon)
+    }
+
     /// Stops accepting keys. Workers still get the keys already ready, then `None`; delayed
     /// keys not yet due are dropped.
     pub fn shut_down(&self) {

@@ -24,12 +24,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use prometheus::proto::MetricType;
 use prometheus::Registry;
-use reconcile::endpoints::EndpointsAction;
 use reconcile::labels::{SERVICE_NAME, SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY};
-use reconcile::projection::{NodeInfo, PodInfo, ServiceInfo};
-use reconcile::selector::selector_matches;
-use reconcile::topology::TopologyCache;
-use reconcile::{plan_endpoints, plan_slices, EndpointsInput, SliceInput};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -223,14 +218,18 @@ impl TestCluster {
         let shutdown = CancellationToken::new();
         let registry = Registry::new();
         let readiness = Readiness::new();
+        let activity = controller::Activity::new();
         let task = tokio::spawn({
-            let (client, registry, readiness, shutdown) = (
+            let (client, registry, readiness, activity, shutdown) = (
                 self.client.clone(),
                 registry.clone(),
                 readiness.clone(),
+                activity.clone(),
                 shutdown.clone(),
             );
-            async move { controller::run(client, &options, &registry, readiness, shutdown).await }
+            async move {
+                controller::run(client, &options, &registry, readiness, activity, shutdown).await
+            }
         });
         eventually("the informers to sync", || {
             let ready = readiness.is_ready();
@@ -523,72 +522,108 @@ impl TestCluster {
 
     // ---- what the controllers should converge to ----
 
-    /// The slices `reconcile::plan_slices` creates for the Service as it is stored now, from
-    /// scratch (no existing slices, a topology cache fed with the stored nodes).
+    /// A fresh server holding this one's namespaces, nodes, Services and Pods (no Endpoints or
+    /// slices), on which the controllers ran until they settled: what they write for the
+    /// stored objects from scratch, through the same code path `plan` uses.
+    pub async fn rerun_from_scratch(
+        &self,
+        max_endpoints_per_slice: u32,
+    ) -> anyhow::Result<TestCluster> {
+        let lp = ListParams::default();
+        let mut objects: Vec<Value> = Vec::new();
+        let kinds = [
+            (self
+                .namespaces()
+                .list(&lp)
+                .await?
+                .items
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<Result<Vec<_>, _>>()?),
+            (self
+                .nodes()
+                .list(&lp)
+                .await?
+                .items
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<Result<Vec<_>, _>>()?),
+            (Api::<Service>::all(self.client.clone())
+                .list(&lp)
+                .await?
+                .items
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<Result<Vec<_>, _>>()?),
+            (Api::<Pod>::all(self.client.clone())
+                .list(&lp)
+                .await?
+                .items
+                .iter()
+                .map(serde_json::to_value)
+                .collect::<Result<Vec<_>, _>>()?),
+        ];
+        for list in kinds {
+            objects.extend(list);
+        }
+        let server = ApiServer::new(apiserver::Config::default());
+        server.apply_objects(objects)?;
+        let client = kube::Client::new(server.service(), "default");
+        let fresh = TestCluster { server, client };
+        let options = Options {
+            settings: Settings {
+                max_endpoints_per_slice,
+                ..Settings::default()
+            },
+            ..options()
+        };
+        let registry = Registry::new();
+        let (readiness, activity) = (Readiness::new(), controller::Activity::new());
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn({
+            let (client, readiness, activity, shutdown) = (
+                fresh.client.clone(),
+                readiness.clone(),
+                activity.clone(),
+                shutdown.clone(),
+            );
+            async move {
+                controller::run(client, &options, &registry, readiness, activity, shutdown).await
+            }
+        });
+        let settle = Duration::from_millis(200);
+        let settled = fresh
+            .server
+            .wait_until_quiet(&["endpoints", "endpointslices"], settle, DEADLINE, || {
+                readiness.is_ready() && activity.is_idle_within(settle)
+            })
+            .await;
+        shutdown.cancel();
+        task.await??;
+        anyhow::ensure!(settled, "the controllers did not settle on the copy");
+        Ok(fresh)
+    }
+
+    /// The slices the controllers write for the Service as it is stored now, from scratch.
     pub async fn planned_slices(
         &self,
         ns: &str,
         service: &str,
-        max_endpoints_per_slice: usize,
+        max_endpoints_per_slice: u32,
     ) -> anyhow::Result<Vec<EndpointSlice>> {
-        let service = self.services(ns).get(service).await?;
-        let service = ServiceInfo::from_service(&service).expect("a stored Service has a name");
-        let pods = self.selected_pods(&service).await?;
-        let pod_refs: Vec<&PodInfo> = pods.iter().collect();
-        let nodes: BTreeMap<String, NodeInfo> = self
-            .nodes()
-            .list(&ListParams::default())
+        self.rerun_from_scratch(max_endpoints_per_slice)
             .await?
-            .items
-            .iter()
-            .filter_map(NodeInfo::from_node)
-            .map(|n| (n.name.clone(), n))
-            .collect();
-        let mut topology = TopologyCache::default();
-        topology.set_nodes(nodes.values());
-        let plan = plan_slices(
-            &SliceInput {
-                service: &service,
-                pods: &pod_refs,
-                existing: &[],
-                nodes: &nodes,
-                trigger_time: None,
-                max_endpoints_per_slice,
-            },
-            &mut topology,
-        );
-        Ok(plan.batches.into_iter().flat_map(|b| b.create).collect())
+            .managed_slices(ns, service)
+            .await
     }
 
-    /// The Endpoints object `reconcile::plan_endpoints` creates for the Service as stored now.
+    /// The Endpoints object the controllers write for the Service as stored now, from scratch.
     pub async fn planned_endpoints(&self, ns: &str, service: &str) -> anyhow::Result<Endpoints> {
-        let service = self.services(ns).get(service).await?;
-        let service = ServiceInfo::from_service(&service).expect("a stored Service has a name");
-        let pods = self.selected_pods(&service).await?;
-        let pod_refs: Vec<&PodInfo> = pods.iter().collect();
-        let plan = plan_endpoints(&EndpointsInput {
-            service: &service,
-            pods: &pod_refs,
-            current: None,
-            trigger_time: None,
-        });
-        match plan.action {
-            EndpointsAction::Create(endpoints) => Ok(endpoints),
-            other => anyhow::bail!("a plan without current Endpoints did not create: {other:?}"),
-        }
-    }
-
-    async fn selected_pods(&self, service: &ServiceInfo) -> anyhow::Result<Vec<PodInfo>> {
-        let selector = service.selector.clone().unwrap_or_default();
-        Ok(self
-            .pods(&service.namespace)
-            .list(&ListParams::default())
+        self.rerun_from_scratch(100)
             .await?
-            .items
-            .iter()
-            .filter_map(PodInfo::from_pod)
-            .filter(|p| selector_matches(&selector, &p.labels))
-            .collect())
+            .get_endpoints(ns, service)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("no Endpoints {ns}/{service} from scratch"))
     }
 
     /// Waits until the managed slices of `service` equal, modulo [`comparable_slices`],
@@ -603,7 +638,7 @@ impl TestCluster {
         &self,
         ns: &str,
         service: &str,
-        max_endpoints_per_slice: usize,
+        max_endpoints_per_slice: u32,
     ) {
         let what = format!("slices of {ns}/{service} to equal the plan from scratch");
         eventually(&what, || async move {
@@ -615,6 +650,25 @@ impl TestCluster {
                 .managed_slices(ns, service)
                 .await
                 .map_err(|e| e.to_string())?;
+            let uid = self
+                .services(ns)
+                .get(service)
+                .await
+                .map_err(|e| e.to_string())?
+                .metadata
+                .uid;
+            if let Some(foreign) = live.iter().find(|s| {
+                !s.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| Some(&o.uid) == uid.as_ref())
+            }) {
+                return Err(format!(
+                    "slice {:?} is not owned by the Service's uid {uid:?}",
+                    foreign.metadata.name
+                ));
+            }
             let (planned, live) = (comparable_slices(&planned), comparable_slices(&live));
             if planned == live {
                 Ok(())
@@ -682,11 +736,20 @@ pub fn comparable_slices(slices: &[EndpointSlice]) -> Vec<EndpointSlice> {
                         a
                     })
                     .filter(|a| !a.is_empty()),
-                owner_references: meta.owner_references.take(),
+                // The copy run from scratch assigned its own uids; ownership by the live
+                // Service is checked on its own (`wait_for_planned_slices_with`).
+                owner_references: meta.owner_references.take().map(|mut owners| {
+                    owners.iter_mut().for_each(|o| o.uid.clear());
+                    owners
+                }),
                 ..Default::default()
             };
             for endpoint in &mut slice.endpoints {
                 endpoint.hints = None;
+                if let Some(target) = &mut endpoint.target_ref {
+                    target.uid = None;
+                    target.resource_version = None;
+                }
             }
             slice
                 .endpoints
@@ -717,7 +780,27 @@ pub fn comparable_endpoints(endpoints: &Endpoints) -> Endpoints {
                 .filter(|a| !a.is_empty()),
             ..Default::default()
         },
-        subsets: endpoints.subsets.clone().filter(|s| !s.is_empty()),
+        subsets: endpoints
+            .subsets
+            .clone()
+            .filter(|s| !s.is_empty())
+            .map(|mut subsets| {
+                // The copy run from scratch assigned its own pod uids.
+                for subset in &mut subsets {
+                    for address in subset
+                        .addresses
+                        .iter_mut()
+                        .flatten()
+                        .chain(subset.not_ready_addresses.iter_mut().flatten())
+                    {
+                        if let Some(target) = &mut address.target_ref {
+                            target.uid = None;
+                            target.resource_version = None;
+                        }
+                    }
+                }
+                subsets
+            }),
     }
 }
 

@@ -108,9 +108,9 @@ pub struct SlicePlan {
     pub batches: Vec<SliceBatch>,
     /// Events to record on the Service after the writes.
     pub events: Vec<PlannedEvent>,
-    /// Problems that should make the sync fail and retry even if every write succeeds
-    /// (a pod on a node the cache does not know yet).
-    pub errors: Vec<String>,
+    /// Pods left out because the node cache does not know their node yet: the sync must fail
+    /// and be retried even if every write succeeds.
+    pub missing_nodes: Vec<MissingNode>,
     /// Figures per address type, in batch order.
     pub figures: Vec<(AddressType, SliceFigures)>,
     /// `topology` label of `endpointslices_changed_per_sync`: "Auto" or "Disabled".
@@ -126,6 +126,25 @@ impl SlicePlan {
             .iter()
             .map(|b| b.create.len() + b.update.len() + b.delete.len())
             .sum()
+    }
+}
+
+/// A selected pod whose node the node cache does not know (yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingNode {
+    /// The pod's name (in the Service's namespace).
+    pub pod: String,
+    /// The node it names.
+    pub node: String,
+}
+
+impl MissingNode {
+    /// Upstream's error text for it, which ends up in the failure event.
+    pub fn message(&self, service: &crate::keys::ServiceKey) -> String {
+        format!(
+            "skipping Pod {} for Service {service}: Node {} Not Found",
+            self.pod, self.node
+        )
     }
 }
 

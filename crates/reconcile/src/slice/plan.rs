@@ -9,7 +9,8 @@ use crate::slice::finalize::{recycle_deletes, set_trigger_time};
 use crate::slice::placeholder::{is_placeholder, placeholder};
 use crate::slice::port_groups::{endpoint_ports, PortGroupKey};
 use crate::slice::{
-    is_owned_by, PortGroupFigures, SliceBatch, SliceFigures, SliceInput, SlicePlan, SliceSets,
+    is_owned_by, MissingNode, PortGroupFigures, SliceBatch, SliceFigures, SliceInput, SlicePlan,
+    SliceSets,
 };
 use crate::topology::messages::{self, with_address_type};
 use crate::topology::{hints_enabled, TopologyCache};
@@ -54,15 +55,13 @@ pub fn plan_slices(input: &SliceInput<'_>, topology: &mut TopologyCache) -> Slic
     };
     for address_type in address_types {
         let existing = by_type.remove(&address_type).unwrap_or_default();
-        plan_address_type(
+        let step = AddressTypeSync {
             input,
-            topology,
             address_type,
-            &existing,
             hints_on,
             traffic_distribution,
-            &mut plan,
-        );
+        };
+        step.plan(topology, &existing, &mut plan);
     }
     if !unsupported.is_empty() {
         plan.batches.push(SliceBatch {
@@ -74,102 +73,168 @@ pub fn plan_slices(input: &SliceInput<'_>, topology: &mut TopologyCache) -> Slic
     plan
 }
 
-fn plan_address_type(
-    input: &SliceInput<'_>,
-    topology: &mut TopologyCache,
+/// Existing slices by port group.
+type ExistingGroups = BTreeMap<PortGroupKey, Vec<Arc<EndpointSlice>>>;
+
+/// Endpoints wanted per port group, with the group's ports.
+type DesiredGroups = BTreeMap<PortGroupKey, (Vec<EndpointPort>, DesiredEndpoints)>;
+
+/// The slices of one address type after the fill, before hints and finalize.
+#[derive(Default)]
+struct Filled {
+    create: Vec<EndpointSlice>,
+    update: Vec<EndpointSlice>,
+    delete: Vec<Arc<EndpointSlice>>,
+    figures: SliceFigures,
+}
+
+/// One address type's part of a sync: the steps upstream's reconciler takes for each.
+struct AddressTypeSync<'a, 'i> {
+    input: &'a SliceInput<'i>,
     address_type: AddressType,
-    existing: &[Arc<EndpointSlice>],
     hints_on: bool,
-    traffic_distribution: Option<&str>,
-    plan: &mut SlicePlan,
-) {
-    let service = input.service;
-    let mut delete: Vec<Arc<EndpointSlice>> = Vec::new();
-    let mut existing_groups: BTreeMap<PortGroupKey, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
-    for slice in existing {
-        if is_owned_by(slice, service) {
-            existing_groups
-                .entry(PortGroupKey::of(slice.ports.as_deref()))
-                .or_default()
-                .push(Arc::clone(slice));
-        } else {
-            delete.push(Arc::clone(slice));
-        }
+    traffic_distribution: Option<&'a str>,
+}
+
+impl AddressTypeSync<'_, '_> {
+    /// Plans this address type and appends its batch, figures and events to `plan`.
+    fn plan(
+        &self,
+        topology: &mut TopologyCache,
+        existing: &[Arc<EndpointSlice>],
+        plan: &mut SlicePlan,
+    ) {
+        let (existing_groups, foreign) = self.group_owned(existing);
+        let mut desired = self.desired_groups(&mut plan.missing_nodes);
+        let mut filled = self.fill(&existing_groups, &mut desired, foreign);
+        self.keep_or_add_placeholder(existing, &mut filled);
+        let sets = SliceSets {
+            unchanged: unchanged_slices(existing, &filled),
+            create: filled.create,
+            update: filled.update,
+        };
+        let sets = self.set_hints(topology, sets, &mut plan.events);
+        let batch = self.finalize(sets, filled.delete);
+        plan.figures.push((self.address_type, filled.figures));
+        plan.batches.push(batch);
     }
 
-    let mut desired_groups: BTreeMap<PortGroupKey, (Vec<EndpointPort>, DesiredEndpoints)> =
-        BTreeMap::new();
-    for pod in input.pods {
-        if !is_endpoint_candidate(pod, true) {
-            continue;
+    /// Existing slices owned by the Service, by port group, and those it does not own (which
+    /// are deleted).
+    fn group_owned(
+        &self,
+        existing: &[Arc<EndpointSlice>],
+    ) -> (ExistingGroups, Vec<Arc<EndpointSlice>>) {
+        let mut groups = ExistingGroups::new();
+        let mut foreign = Vec::new();
+        for slice in existing {
+            if is_owned_by(slice, self.input.service) {
+                groups
+                    .entry(PortGroupKey::of(slice.ports.as_deref()))
+                    .or_default()
+                    .push(Arc::clone(slice));
+            } else {
+                foreign.push(Arc::clone(slice));
+            }
         }
-        let ports = endpoint_ports(service, pod);
-        let group = desired_groups
-            .entry(PortGroupKey::of(Some(&ports)))
-            .or_insert_with(|| (ports, DesiredEndpoints::new()));
-        let zone = match input.nodes.node_zone(&pod.node_name) {
-            Some(zone) => zone,
-            // A pod on a node the cache does not know is left out (its slice is still
-            // written) and the sync fails so it is retried; with publishNotReadyAddresses the
-            // user asked for every pod, so it goes in without a zone.
-            None if !service.publish_not_ready_addresses => {
-                plan.errors.push(format!(
-                    "skipping Pod {} for Service {}/{}: Node {} Not Found",
-                    pod.name, service.namespace, service.name, pod.node_name
-                ));
+        (groups, foreign)
+    }
+
+    /// The endpoint each selected pod contributes, grouped by its resolved ports. Pods on
+    /// nodes the cache does not know are noted in `missing_nodes`.
+    fn desired_groups(&self, missing_nodes: &mut Vec<MissingNode>) -> DesiredGroups {
+        let (input, service) = (self.input, self.input.service);
+        let mut groups = DesiredGroups::new();
+        for pod in input.pods {
+            if !is_endpoint_candidate(pod, true) {
                 continue;
             }
-            None => None,
+            let ports = endpoint_ports(service, pod);
+            let group = groups
+                .entry(PortGroupKey::of(Some(&ports)))
+                .or_insert_with(|| (ports, DesiredEndpoints::new()));
+            let zone = match input.nodes.node_zone(&pod.node_name) {
+                Some(zone) => zone,
+                // A pod on a node the cache does not know is left out (its slice is still
+                // written) and the sync fails so it is retried; with publishNotReadyAddresses
+                // the user asked for every pod, so it goes in without a zone.
+                None if !service.publish_not_ready_addresses => {
+                    let missing = MissingNode {
+                        pod: pod.name.clone(),
+                        node: pod.node_name.clone(),
+                    };
+                    if !missing_nodes.contains(&missing) {
+                        missing_nodes.push(missing);
+                    }
+                    continue;
+                }
+                None => None,
+            };
+            let endpoint = pod_to_endpoint(pod, zone.as_deref(), service, self.address_type);
+            if !endpoint.addresses.is_empty() {
+                group.1.insert(EndpointKey::of(&endpoint), endpoint);
+            }
+        }
+        groups
+    }
+
+    /// Runs the three-step fill for every wanted port group; groups no longer wanted are
+    /// deleted whole, after `foreign` (slices the Service does not own), in upstream's order.
+    fn fill(
+        &self,
+        existing_groups: &ExistingGroups,
+        desired: &mut DesiredGroups,
+        foreign: Vec<Arc<EndpointSlice>>,
+    ) -> Filled {
+        let mut filled = Filled {
+            delete: foreign,
+            ..Filled::default()
         };
-        let endpoint = pod_to_endpoint(pod, zone.as_deref(), service, address_type);
-        if !endpoint.addresses.is_empty() {
-            group.1.insert(EndpointKey::of(&endpoint), endpoint);
+        let empty = Vec::new();
+        for (group_key, (ports, endpoints)) in desired.iter_mut() {
+            let group_existing = existing_groups.get(group_key).unwrap_or(&empty);
+            let wanted = endpoints.len();
+            let out = fill_port_group(
+                self.input.service,
+                group_existing,
+                std::mem::take(endpoints),
+                ports,
+                self.address_type,
+                self.input.max_endpoints_per_slice,
+            );
+            filled.figures.added += out.added;
+            filled.figures.removed += out.removed;
+            filled.figures.groups.insert(
+                group_key.render(),
+                PortGroupFigures {
+                    endpoints: wanted,
+                    slices: group_existing.len() + out.create.len() - out.delete.len(),
+                },
+            );
+            filled.create.extend(out.create);
+            filled.update.extend(out.update);
+            filled.delete.extend(out.delete);
         }
+        for (group_key, slices) in existing_groups {
+            if !desired.contains_key(group_key) {
+                filled.delete.extend(slices.iter().cloned());
+            }
+        }
+        filled
     }
 
-    let mut figures = SliceFigures::default();
-    let mut create = Vec::new();
-    let mut update = Vec::new();
-    let empty = Vec::new();
-    for (group_key, (ports, desired)) in desired_groups.iter_mut() {
-        let group_existing = existing_groups.get(group_key).unwrap_or(&empty);
-        let endpoints = desired.len();
-        let out = fill_port_group(
-            service,
-            group_existing,
-            std::mem::take(desired),
-            ports,
-            address_type,
-            input.max_endpoints_per_slice,
-        );
-        figures.added += out.added;
-        figures.removed += out.removed;
-        figures.groups.insert(
-            group_key.render(),
-            PortGroupFigures {
-                endpoints,
-                slices: group_existing.len() + out.create.len() - out.delete.len(),
-            },
-        );
-        create.extend(out.create);
-        update.extend(out.update);
-        delete.extend(out.delete);
-    }
-    for (group_key, slices) in existing_groups {
-        if !desired_groups.contains_key(&group_key) {
-            delete.extend(slices);
+    /// A Service whose slices would all disappear keeps (or gets) an empty placeholder.
+    fn keep_or_add_placeholder(&self, existing: &[Arc<EndpointSlice>], filled: &mut Filled) {
+        if existing.len() != filled.delete.len() || !filled.create.is_empty() {
+            return;
         }
-    }
-
-    // A Service whose slices would all disappear keeps (or gets) an empty placeholder.
-    if existing.len() == delete.len() && create.is_empty() {
-        let wanted = placeholder(service, address_type);
-        if delete.len() == 1 && is_placeholder(&delete[0], &wanted) {
-            delete.clear();
+        let wanted = placeholder(self.input.service, self.address_type);
+        if filled.delete.len() == 1 && is_placeholder(&filled.delete[0], &wanted) {
+            filled.delete.clear();
         } else {
-            create.push(wanted);
+            filled.create.push(wanted);
         }
-        figures.groups.insert(
+        filled.figures.groups.insert(
             PortGroupKey::of(None).render(),
             PortGroupFigures {
                 endpoints: 0,
@@ -178,12 +243,75 @@ fn plan_address_type(
         );
     }
 
-    let changed: std::collections::HashSet<&str> = update
+    /// Topology hints (the annotation) or trafficDistribution hints, as upstream sets them
+    /// before writing; returns the sets with hints in place.
+    fn set_hints(
+        &self,
+        topology: &mut TopologyCache,
+        mut sets: SliceSets,
+        events: &mut Vec<PlannedEvent>,
+    ) -> SliceSets {
+        let key = self.input.service.key();
+        if self.hints_on {
+            events.extend(topology.add_hints(&key, self.address_type, &mut sets));
+        } else {
+            if topology.has_populated_hints(&key) {
+                events.push(PlannedEvent::warning(
+                    "TopologyAwareHintsDisabled",
+                    with_address_type(messages::DISABLED, self.address_type),
+                ));
+            }
+            topology.remove_hints(&key, self.address_type);
+            if self.traffic_distribution.is_none() {
+                sets.remove_hints();
+            }
+        }
+        if let Some(value) = self.traffic_distribution {
+            traffic_distribution::reconcile_hints(Some(value), &mut sets);
+        }
+        sets
+    }
+
+    /// Upstream's finalize: creates recycle slices about to be deleted, a Service being
+    /// deleted gets no creates, and every written slice carries the trigger time.
+    fn finalize(&self, sets: SliceSets, mut delete: Vec<Arc<EndpointSlice>>) -> SliceBatch {
+        let service = self.input.service;
+        let SliceSets {
+            mut create,
+            mut update,
+            ..
+        } = sets;
+        recycle_deletes(service, &mut create, &mut update, &mut delete);
+        if service.deleting {
+            // No new slices for a Service being deleted: they would race the garbage collector.
+            create.clear();
+        }
+        for slice in create.iter_mut().chain(update.iter_mut()) {
+            set_trigger_time(slice, self.input.trigger_time);
+        }
+        SliceBatch {
+            address_type: Some(self.address_type),
+            create,
+            update,
+            delete,
+        }
+    }
+}
+
+/// The existing slices the fill neither updates nor deletes.
+fn unchanged_slices(existing: &[Arc<EndpointSlice>], filled: &Filled) -> Vec<Arc<EndpointSlice>> {
+    let changed: std::collections::HashSet<&str> = filled
+        .update
         .iter()
         .filter_map(|s| s.metadata.name.as_deref())
-        .chain(delete.iter().filter_map(|s| s.metadata.name.as_deref()))
+        .chain(
+            filled
+                .delete
+                .iter()
+                .filter_map(|s| s.metadata.name.as_deref()),
+        )
         .collect();
-    let unchanged: Vec<Arc<EndpointSlice>> = existing
+    existing
         .iter()
         .filter(|s| {
             !s.metadata
@@ -192,56 +320,10 @@ fn plan_address_type(
                 .is_some_and(|n| changed.contains(n))
         })
         .cloned()
-        .collect();
-    let mut sets = SliceSets {
-        create,
-        update,
-        unchanged,
-    };
-
-    let key = service.key();
-    if hints_on {
-        plan.events
-            .extend(topology.add_hints(&key, address_type, &mut sets));
-    } else {
-        if topology.has_populated_hints(&key) {
-            plan.events.push(PlannedEvent::warning(
-                "TopologyAwareHintsDisabled",
-                with_address_type(messages::DISABLED, address_type),
-            ));
-        }
-        topology.remove_hints(&key, address_type);
-        if traffic_distribution.is_none() {
-            sets.remove_hints();
-        }
-    }
-    if let Some(value) = traffic_distribution {
-        traffic_distribution::reconcile_hints(Some(value), &mut sets);
-    }
-
-    let SliceSets {
-        mut create,
-        mut update,
-        ..
-    } = sets;
-    recycle_deletes(service, &mut create, &mut update, &mut delete);
-    if service.deleting {
-        // No new slices for a Service being deleted: they would race the garbage collector.
-        create.clear();
-    }
-    for slice in create.iter_mut().chain(update.iter_mut()) {
-        set_trigger_time(slice, input.trigger_time);
-    }
-    plan.figures.push((address_type, figures));
-    plan.batches.push(SliceBatch {
-        address_type: Some(address_type),
-        create,
-        update,
-        delete,
-    });
+        .collect()
 }
 
-/// The Warning event upstream records when a sync fails.
+/// The Warning event upstream records when a sync fails; `errors` are the failures' messages.
 pub fn failure_event(namespace: &str, name: &str, errors: &[String]) -> PlannedEvent {
     let detail = if errors.len() == 1 {
         errors[0].clone()

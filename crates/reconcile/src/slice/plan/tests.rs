@@ -168,10 +168,16 @@ fn pods_on_unknown_nodes_are_skipped_and_fail_the_sync() {
         pod("b").ip("10.0.0.2").build(),
     ];
     let plan = w.plan(&svc, &p, &[]);
-    assert_eq!(plan.errors.len(), 1);
+    assert_eq!(
+        plan.missing_nodes,
+        vec![MissingNode {
+            pod: "a".into(),
+            node: "ghost".into()
+        }]
+    );
     assert_eq!(plan.batches[0].create[0].endpoints.len(), 1);
     let published = w.plan(&service("s").publish_not_ready().build(), &p, &[]);
-    assert!(published.errors.is_empty());
+    assert!(published.missing_nodes.is_empty());
     assert_eq!(published.batches[0].create[0].endpoints.len(), 2);
 }
 

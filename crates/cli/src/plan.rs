@@ -1,0 +1,440 @@
+//! What the controllers would write for a cluster state, found by running them.
+//!
+//! `plan` and `conformance` do not model the controllers: they load the manifests into an
+//! in-process embedded API server and run the very controllers `run` runs against it, until
+//! they have nothing left to do. What they wrote is read back from the server: the writes
+//! from its request log, the objects and Events from its API. So a behaviour fixed in the
+//! controllers is fixed here too, and `plan` cannot pass where `run` would fail.
+//!
+//! Output is repeatable: the server stamps names and uids from a seed (each drawn for its own
+//! purpose, so the interleaving of two controllers' requests does not matter) and one fixed
+//! time, each controller runs one worker, and writes are reported per Service in the order
+//! that Service's sync sent them.
+
+use crate::manifests::{to_values, Object};
+use anyhow::{bail, Context, Result};
+use k8s_openapi::api::core::v1::{Endpoints, Event, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::ListParams;
+use kube::Api;
+use reconcile::labels::SERVICE_NAME;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How long the controllers must have had nothing to do, and the server no Endpoints or
+/// EndpointSlice write, before a run counts as settled. Our own writes' watch events reach
+/// the informers in-process within microseconds; this leaves room for a busy machine.
+const SETTLE: Duration = Duration::from_millis(250);
+
+/// How long a run may take at most before it is reported as not settling.
+const DEADLINE: Duration = Duration::from_secs(600);
+
+/// The resources whose writes are reported.
+const WRITTEN: &[&str] = &["endpoints", "endpointslices"];
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct PlanSettings {
+    /// Which controllers run, and with which flags.
+    pub options: controller::Options,
+    /// The server's clock: every creation time it stamps.
+    pub now: Timestamp,
+}
+
+impl PlanSettings {
+    /// Both controllers with kube-controller-manager's defaults, one worker each.
+    pub fn new(now: Timestamp) -> Self {
+        let settings = controller::config::Settings {
+            concurrent_endpoint_syncs: 1,
+            concurrent_service_endpoint_syncs: 1,
+            ..Default::default()
+        };
+        Self {
+            options: controller::Options {
+                settings,
+                endpoints: true,
+                endpoint_slices: true,
+            },
+            now,
+        }
+    }
+}
+
+/// One write a controller sent and the server accepted.
+#[derive(Debug, Clone, Serialize)]
+pub struct Action {
+    /// create, update, patch or delete.
+    pub verb: String,
+    /// Endpoints or EndpointSlice.
+    pub kind: &'static str,
+    /// Namespace.
+    pub namespace: String,
+    /// Name (for creates, the name the server generated).
+    pub name: String,
+    /// The object as the server stored it (absent for deletes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub object: Option<Value>,
+}
+
+/// The object an event is about.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct InvolvedObject {
+    /// Service or Endpoints.
+    pub kind: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+/// An event a controller recorded.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecordedEvent {
+    /// Normal or Warning.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Reason.
+    pub reason: String,
+    /// Message.
+    pub message: String,
+    /// What it is about.
+    #[serde(rename = "involvedObject")]
+    pub involved_object: InvolvedObject,
+    /// The component that recorded it.
+    pub source: String,
+}
+
+/// Per-service figures, for the human-readable output.
+#[derive(Debug, Clone, Default)]
+pub struct ServiceSummary {
+    /// Slices after the run.
+    pub slices: usize,
+    /// Endpoints over all slices.
+    pub slice_endpoints: usize,
+    /// Addresses in the Endpoints object.
+    pub addresses: usize,
+    /// Writes made.
+    pub writes: usize,
+}
+
+/// What a run did and left.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Writes, grouped by kind (Endpoints first) and Service, each Service's in the order sent.
+    pub actions: Vec<Action>,
+    /// Events, by involved object.
+    pub events: Vec<RecordedEvent>,
+    /// Every Endpoints object afterwards, by namespace and name.
+    pub endpoints: Vec<Endpoints>,
+    /// Every EndpointSlice afterwards, by namespace and name.
+    pub slices: Vec<EndpointSlice>,
+    /// Per Service (namespace/name).
+    pub summaries: BTreeMap<String, ServiceSummary>,
+    /// Input objects the API server refused, with why; they were left out.
+    pub refused: Vec<String>,
+}
+
+/// Loads `objects` into a fresh in-process API server, runs the controllers until they
+/// settle, and reports what they did.
+pub async fn plan(objects: &[Object], settings: &PlanSettings) -> Result<Outcome> {
+    let server = apiserver::ApiServer::new(apiserver::Config {
+        fixed_time: Some(settings.now),
+        record_requests: true,
+        ..apiserver::Config::default()
+    });
+    let report = server.load_objects(to_values(objects).context("re-encoding a manifest")?);
+    let refused = report.refused.iter().map(|e| error_chain(e)).collect();
+    drop(report);
+    let client = kube::Client::new(server.service(), "default");
+    let slice_services = slice_services(&client).await?;
+    run_until_settled(&server, &client, &settings.options).await?;
+
+    let mut outcome = read_back(&client, &settings.options).await?;
+    outcome.refused = refused;
+    outcome.actions = actions(&server.request_log(), slice_services);
+    for action in &outcome.actions {
+        let service = match action.kind {
+            "Endpoints" => Some(action.name.clone()),
+            _ => action
+                .object
+                .as_ref()
+                .and_then(|o| o.pointer("/metadata/labels"))
+                .and_then(|l| l.get(SERVICE_NAME))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        };
+        if let Some(service) = service {
+            if let Some(summary) = outcome
+                .summaries
+                .get_mut(&format!("{}/{service}", action.namespace))
+            {
+                summary.writes += 1;
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Runs the controllers against `client` until they have settled, then stops them.
+pub async fn run_until_settled(
+    server: &apiserver::ApiServer,
+    client: &kube::Client,
+    options: &controller::Options,
+) -> Result<()> {
+    let registry = prometheus::Registry::new();
+    let readiness = controller::health::Readiness::new();
+    let activity = controller::Activity::new();
+    let token = tokio_util::sync::CancellationToken::new();
+    let task = {
+        let (client, options, readiness, activity, token) = (
+            client.clone(),
+            options.clone(),
+            readiness.clone(),
+            activity.clone(),
+            token.clone(),
+        );
+        tokio::spawn(async move {
+            controller::run(client, &options, &registry, readiness, activity, token).await
+        })
+    };
+    let settled = server
+        .wait_until_quiet(WRITTEN, SETTLE, DEADLINE, || {
+            readiness.is_ready() && activity.is_idle_within(SETTLE)
+        })
+        .await;
+    token.cancel();
+    match task.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => bail!("the controllers failed: {e}"),
+        Err(e) => bail!("the controllers' task failed: {e}"),
+    }
+    if !settled {
+        bail!(
+            "the controllers did not settle within {}s",
+            DEADLINE.as_secs()
+        );
+    }
+    Ok(())
+}
+
+/// The Service each existing slice belongs to, by (namespace, name), so a delete of a slice
+/// the run never wrote can still be reported under its Service.
+async fn slice_services(client: &kube::Client) -> Result<BTreeMap<(String, String), String>> {
+    let slices = Api::<EndpointSlice>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .context("listing the loaded EndpointSlices")?;
+    Ok(slices
+        .items
+        .iter()
+        .filter_map(|s| {
+            let service = s.metadata.labels.as_ref()?.get(SERVICE_NAME)?.clone();
+            Some((
+                (s.metadata.namespace.clone()?, s.metadata.name.clone()?),
+                service,
+            ))
+        })
+        .collect())
+}
+
+/// The accepted writes to Endpoints and EndpointSlices, grouped by kind and Service in a
+/// stable order (each Service's writes keep the order they were sent in), objects without
+/// their resourceVersion (which depends on how the controllers' requests interleaved).
+fn actions(
+    log: &[apiserver::RequestRecord],
+    mut slice_services: BTreeMap<(String, String), String>,
+) -> Vec<Action> {
+    let mut keyed: Vec<((u8, String, String), Action)> = Vec::new();
+    for record in log {
+        if !record.is_write() || !record.succeeded() || !record.subresource.is_empty() {
+            continue;
+        }
+        let (rank, kind) = match (record.group.as_str(), record.resource.as_str()) {
+            ("", "endpoints") => (0, "Endpoints"),
+            ("discovery.k8s.io", "endpointslices") => (1, "EndpointSlice"),
+            _ => continue,
+        };
+        let mut object = record.object.clone();
+        if let Some(meta) = object
+            .as_mut()
+            .and_then(|o| o.get_mut("metadata"))
+            .and_then(Value::as_object_mut)
+        {
+            meta.remove("resourceVersion");
+            meta.remove("managedFields");
+        }
+        let service = if kind == "Endpoints" {
+            record.name.clone()
+        } else {
+            let labelled = object
+                .as_ref()
+                .and_then(|o| o.pointer("/metadata/labels"))
+                .and_then(|l| l.get(SERVICE_NAME))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let slice = (record.namespace.clone(), record.name.clone());
+            match labelled {
+                Some(service) => {
+                    slice_services.insert(slice, service.clone());
+                    service
+                }
+                None => slice_services.get(&slice).cloned().unwrap_or_default(),
+            }
+        };
+        if record.verb == "delete" {
+            // A delete may be answered with the object (while finalizers hold it): the
+            // action is the delete, not what was left.
+            object = None;
+        }
+        keyed.push((
+            (rank, record.namespace.clone(), service),
+            Action {
+                verb: record.verb.clone(),
+                kind,
+                namespace: record.namespace.clone(),
+                name: record.name.clone(),
+                object,
+            },
+        ));
+    }
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    keyed.into_iter().map(|(_, action)| action).collect()
+}
+
+/// The objects and Events the run left, and the per-Service summaries.
+async fn read_back(client: &kube::Client, options: &controller::Options) -> Result<Outcome> {
+    let lp = ListParams::default();
+    let mut endpoints = Api::<Endpoints>::all(client.clone())
+        .list(&lp)
+        .await
+        .context("listing Endpoints")?
+        .items;
+    let mut slices = Api::<EndpointSlice>::all(client.clone())
+        .list(&lp)
+        .await
+        .context("listing EndpointSlices")?
+        .items;
+    let services = Api::<Service>::all(client.clone())
+        .list(&lp)
+        .await
+        .context("listing Services")?
+        .items;
+    let events = Api::<Event>::all(client.clone())
+        .list(&lp)
+        .await
+        .context("listing Events")?
+        .items;
+    for meta in endpoints
+        .iter_mut()
+        .map(|e| &mut e.metadata)
+        .chain(slices.iter_mut().map(|s| &mut s.metadata))
+    {
+        meta.resource_version = None;
+        meta.managed_fields = None;
+    }
+
+    let mut summaries = BTreeMap::new();
+    for service in &services {
+        let (Some(ns), Some(name)) = (&service.metadata.namespace, &service.metadata.name) else {
+            continue;
+        };
+        if ns == "default" && name == "kubernetes" {
+            continue;
+        }
+        let owned: Vec<&EndpointSlice> = slices
+            .iter()
+            .filter(|s| {
+                s.metadata.namespace.as_ref() == Some(ns)
+                    && reconcile::slice::is_managed_slice_of(s, name)
+            })
+            .collect();
+        let addresses = endpoints
+            .iter()
+            .find(|e| {
+                e.metadata.namespace.as_ref() == Some(ns) && e.metadata.name.as_ref() == Some(name)
+            })
+            .and_then(|e| e.subsets.as_ref())
+            .map_or(0, |subsets| {
+                subsets
+                    .iter()
+                    .map(|s| {
+                        s.addresses.as_ref().map_or(0, Vec::len)
+                            + s.not_ready_addresses.as_ref().map_or(0, Vec::len)
+                    })
+                    .sum()
+            });
+        summaries.insert(
+            format!("{ns}/{name}"),
+            ServiceSummary {
+                slices: owned.len(),
+                slice_endpoints: owned.iter().map(|s| s.endpoints.len()).sum(),
+                addresses,
+                writes: 0,
+            },
+        );
+    }
+
+    let mut events: Vec<RecordedEvent> = events
+        .iter()
+        .map(|e| RecordedEvent {
+            type_: e.type_.clone().unwrap_or_default(),
+            reason: e.reason.clone().unwrap_or_default(),
+            message: e.message.clone().unwrap_or_default(),
+            involved_object: InvolvedObject {
+                kind: e.involved_object.kind.clone().unwrap_or_default(),
+                namespace: e.involved_object.namespace.clone().unwrap_or_default(),
+                name: e.involved_object.name.clone().unwrap_or_default(),
+            },
+            source: e
+                .source
+                .as_ref()
+                .and_then(|s| s.component.clone())
+                .unwrap_or_default(),
+        })
+        .collect();
+    events.sort_by(|a, b| {
+        (
+            &a.involved_object.namespace,
+            &a.involved_object.name,
+            &a.source,
+            &a.reason,
+        )
+            .cmp(&(
+                &b.involved_object.namespace,
+                &b.involved_object.name,
+                &b.source,
+                &b.reason,
+            ))
+    });
+
+    Ok(Outcome {
+        actions: Vec::new(),
+        events,
+        endpoints: if options.endpoints {
+            endpoints
+        } else {
+            Vec::new()
+        },
+        slices: if options.endpoint_slices {
+            slices
+        } else {
+            Vec::new()
+        },
+        summaries,
+        refused: Vec::new(),
+    })
+}

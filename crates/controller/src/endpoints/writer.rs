@@ -1,0 +1,116 @@
+//! Sending the Endpoints controller's one write per sync, and reading the API's answer:
+//! which refusals are quiet, which are retried without an event, which become a Warning.
+
+use super::EndpointsController;
+use crate::api_errors::{is_already_exists, is_namespace_terminating, is_not_found};
+use crate::events::Involved;
+use crate::worker::SyncError;
+use k8s_openapi::api::core::v1::Endpoints;
+use kube::api::{DeleteParams, PostParams};
+use kube::Api;
+use reconcile::event::PlannedEvent;
+use reconcile::keys::ServiceKey;
+
+/// An update that went through: the resourceVersion the object had and the one it has now.
+pub(super) struct Replaced {
+    pub old_rv: String,
+    pub new_rv: String,
+}
+
+impl EndpointsController {
+    fn api(&self, key: &ServiceKey) -> Api<Endpoints> {
+        Api::namespaced(self.client.clone(), &key.namespace)
+    }
+
+    fn involved(key: &ServiceKey) -> Involved {
+        Involved {
+            kind: "Endpoints",
+            namespace: key.namespace.clone(),
+            name: key.name.clone(),
+            uid: String::new(),
+        }
+    }
+
+    fn write_error(key: &ServiceKey, verb: &'static str, source: kube::Error) -> SyncError {
+        SyncError::Write {
+            verb,
+            kind: "Endpoints",
+            name: key.name.clone(),
+            service: key.clone(),
+            source,
+        }
+    }
+
+    /// Deletes the Endpoints of a Service that is gone (already gone is fine).
+    pub(super) async fn delete(&self, key: &ServiceKey) -> Result<(), SyncError> {
+        match self
+            .api(key)
+            .delete(&key.name, &DeleteParams::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if is_not_found(&e) => Ok(()),
+            Err(e) => Err(Self::write_error(key, "delete", e)),
+        }
+    }
+
+    /// Creates the Endpoints object.
+    pub(super) async fn create(
+        &self,
+        key: &ServiceKey,
+        object: &Endpoints,
+    ) -> Result<(), SyncError> {
+        match self.api(key).create(&PostParams::default(), object).await {
+            Ok(_) => Ok(()),
+            // Creates keep failing while the namespace terminates: drop the work quietly.
+            Err(e) if is_namespace_terminating(&e) => Ok(()),
+            // Our own earlier create has not reached the cache yet: retry once it has, rather
+            // than report a failure that is only the cache lagging.
+            Err(e) if is_already_exists(&e) => Err(SyncError::StaleCache {
+                cache: "Endpoints",
+                service: key.clone(),
+            }),
+            Err(e) => {
+                self.events.record(
+                    Self::involved(key),
+                    PlannedEvent::warning(
+                        "FailedToCreateEndpoint",
+                        format!("Failed to create endpoint for service {key}: {e}"),
+                    ),
+                );
+                Err(Self::write_error(key, "create", e))
+            }
+        }
+    }
+
+    /// Replaces the Endpoints object `current` with `object`.
+    pub(super) async fn update(
+        &self,
+        key: &ServiceKey,
+        current: Option<&Endpoints>,
+        object: &Endpoints,
+    ) -> Result<Replaced, SyncError> {
+        match self
+            .api(key)
+            .replace(&key.name, &PostParams::default(), object)
+            .await
+        {
+            Ok(updated) => Ok(Replaced {
+                old_rv: current
+                    .and_then(|c| c.metadata.resource_version.clone())
+                    .unwrap_or_default(),
+                new_rv: updated.metadata.resource_version.unwrap_or_default(),
+            }),
+            Err(e) => {
+                self.events.record(
+                    Self::involved(key),
+                    PlannedEvent::warning(
+                        "FailedToUpdateEndpoint",
+                        format!("Failed to update endpoint {key}: {e}"),
+                    ),
+                );
+                Err(Self::write_error(key, "update", e))
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! The shell both controllers share: a queue of Service keys, the handler that fills it from
+//! Service and Pod events, the workers that drain it, and the sync counter.
+//!
+//! What differs between the Endpoints and the EndpointSlice controller is only what one sync
+//! of one Service does ([`ServiceSync`]); everything around it lives here once.
+
+use crate::index::Stores;
+use crate::queue::{QueueConfig, WorkQueue};
+use crate::service_queuer::ServiceQueuer;
+use crate::worker::{run_worker, SyncError};
+use reconcile::keys::ServiceKey;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One sync of one Service, the part each controller writes itself.
+pub trait ServiceSync: Send + Sync + 'static {
+    /// Brings what the controller owns for `key` in line with the stores.
+    fn sync_service(&self, key: &ServiceKey) -> impl Future<Output = Result<(), SyncError>> + Send;
+}
+
+/// The queue, its workers and its counter.
+pub struct ServiceWorkers {
+    queue: WorkQueue<ServiceKey>,
+    stores: Stores,
+    batch_period: Duration,
+    syncs: prometheus::IntCounterVec,
+}
+
+impl ServiceWorkers {
+    /// A queue configured by `config` (metrics registered into `registry`), counting syncs in
+    /// `syncs` (a counter with a `result` label, already registered).
+    pub fn new(
+        stores: Stores,
+        config: QueueConfig,
+        registry: &prometheus::Registry,
+        syncs: prometheus::IntCounterVec,
+        batch_period: Duration,
+    ) -> Result<Self, prometheus::Error> {
+        Ok(Self {
+            queue: WorkQueue::with_metrics(config, registry)?,
+            stores,
+            batch_period,
+            syncs,
+        })
+    }
+
+    /// The queue of Service keys.
+    pub fn queue(&self) -> &WorkQueue<ServiceKey> {
+        &self.queue
+    }
+
+    /// The stores the controller reads.
+    pub fn stores(&self) -> &Stores {
+        &self.stores
+    }
+
+    /// The handler that queues Services on their own events at once and on their pods'
+    /// events after the batch period.
+    pub fn service_queuer(&self) -> Arc<ServiceQueuer> {
+        ServiceQueuer::new(self.stores.clone(), self.queue.clone(), self.batch_period)
+    }
+
+    /// Runs `workers` workers (at least one) syncing keys through `target` until the queue
+    /// shuts down. Each sync is counted by result and logged with its duration.
+    pub async fn run<T: ServiceSync>(&self, target: Arc<T>, workers: usize) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..workers.max(1) {
+            let (queue, target, syncs) =
+                (self.queue.clone(), Arc::clone(&target), self.syncs.clone());
+            tasks.spawn(async move {
+                let name = queue.name().to_owned();
+                run_worker(queue, |key: ServiceKey| {
+                    let (target, syncs, name) = (Arc::clone(&target), syncs.clone(), name.clone());
+                    async move {
+                        let start = tokio::time::Instant::now();
+                        let result = target.sync_service(&key).await;
+                        syncs
+                            .with_label_values(&[SyncError::result_label(&result)])
+                            .inc();
+                        tracing::debug!(service = %key, controller = %name, elapsed = ?start.elapsed(), "Finished syncing service");
+                        result
+                    }
+                })
+                .await;
+            });
+        }
+        while tasks.join_next().await.is_some() {}
+    }
+
+    /// Stops taking new keys and waits for in-flight syncs to finish.
+    pub async fn shut_down(&self) {
+        self.queue.shut_down_with_drain().await;
+    }
+}
