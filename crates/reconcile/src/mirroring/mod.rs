@@ -10,7 +10,8 @@
 //! [`desired`] canonicalises the subsets and groups endpoints by address type and port list
 //! under the per-subset cap, [`metadata`] builds the slices' labels, annotations and owner,
 //! and [`plan`](plan_mirroring) compares with the existing slices. [`metrics`] keeps the
-//! figures behind the `endpoint_slice_mirroring_controller_*` gauges.
+//! figures behind the `endpoint_slice_mirroring_controller_*` gauges, and [`triggers`] says
+//! which watch events queue which Endpoints key.
 
 pub mod address;
 pub mod desired;
@@ -18,6 +19,7 @@ pub mod metadata;
 pub mod metrics;
 mod plan;
 pub mod selection;
+pub mod triggers;
 
 use crate::event::PlannedEvent;
 use crate::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_MANAGED_BY};
