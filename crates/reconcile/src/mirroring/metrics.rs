@@ -7,14 +7,15 @@
 
 use crate::keys::ServiceKey;
 use crate::metrics_cache::Totals;
+use crate::mirroring::MirroringFigures;
 use crate::slice::PortGroupFigures;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Per-Endpoints figures and the gauges' totals.
 #[derive(Debug, Clone)]
 pub struct MirroringMetricsCache {
     max_endpoints_per_subset: usize,
-    endpoints: HashMap<ServiceKey, BTreeMap<String, PortGroupFigures>>,
+    endpoints: HashMap<ServiceKey, Vec<PortGroupFigures>>,
 }
 
 impl MirroringMetricsCache {
@@ -27,8 +28,9 @@ impl MirroringMetricsCache {
     }
 
     /// Replaces the figures of one Endpoints object after a mirroring sync.
-    pub fn update(&mut self, key: &ServiceKey, groups: &BTreeMap<String, PortGroupFigures>) {
-        self.endpoints.insert(key.clone(), groups.clone());
+    pub fn update(&mut self, key: &ServiceKey, figures: &MirroringFigures) {
+        self.endpoints
+            .insert(key.clone(), figures.groups.values().copied().collect());
     }
 
     /// Forgets an Endpoints object whose slices were cleaned up.
@@ -41,7 +43,7 @@ impl MirroringMetricsCache {
         let mut totals = Totals::default();
         let max = self.max_endpoints_per_subset.max(1);
         for groups in self.endpoints.values() {
-            for g in groups.values() {
+            for g in groups {
                 totals.endpoints += g.endpoints;
                 totals.slices += g.slices;
                 totals.desired_slices += g.endpoints.div_ceil(max);
@@ -54,12 +56,28 @@ impl MirroringMetricsCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::address_family::AddressType::{self, IPv4, IPv6};
+    use crate::mirroring::desired::GroupKey;
+    use k8s_openapi::api::discovery::v1::EndpointPort;
 
-    fn groups(figures: &[(&str, usize, usize)]) -> BTreeMap<String, PortGroupFigures> {
-        figures
+    fn groups(figures: &[(AddressType, i32, usize, usize)]) -> MirroringFigures {
+        let groups = figures
             .iter()
-            .map(|&(k, endpoints, slices)| (k.to_owned(), PortGroupFigures { endpoints, slices }))
-            .collect()
+            .map(|&(address_type, port, endpoints, slices)| {
+                let ports = [EndpointPort {
+                    port: Some(port),
+                    ..Default::default()
+                }];
+                (
+                    GroupKey::new(address_type, &ports),
+                    PortGroupFigures { endpoints, slices },
+                )
+            })
+            .collect();
+        MirroringFigures {
+            groups,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -67,11 +85,11 @@ mod tests {
         let mut cache = MirroringMetricsCache::new(2);
         cache.update(
             &ServiceKey::new("default", "a"),
-            &groups(&[("IPv4-[http]", 3, 1), ("IPv6-[http]", 0, 0)]),
+            &groups(&[(IPv4, 80, 3, 1), (IPv6, 80, 0, 0)]),
         );
         cache.update(
             &ServiceKey::new("default", "b"),
-            &groups(&[("IPv4-[]", 1, 1)]),
+            &groups(&[(IPv4, 53, 1, 1)]),
         );
         assert_eq!(
             cache.totals(),

@@ -23,6 +23,7 @@ pub mod triggers;
 
 use crate::event::PlannedEvent;
 use crate::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_MANAGED_BY};
+use crate::mirroring::desired::GroupKey;
 use crate::projection::ServiceInfo;
 use crate::slice::PortGroupFigures;
 use k8s_openapi::api::core::v1::Endpoints;
@@ -84,7 +85,7 @@ pub struct MirroringFigures {
     pub addresses_skipped: usize,
     /// Per address type and port list: desired endpoints and the slices used after this sync,
     /// for the gauges kept by [`metrics::MirroringMetricsCache`].
-    pub groups: BTreeMap<String, PortGroupFigures>,
+    pub groups: BTreeMap<GroupKey, PortGroupFigures>,
 }
 
 /// What one sync decided.

@@ -94,7 +94,7 @@ pub fn plan_mirroring(input: &MirroringInput<'_>) -> MirroringPlan {
         figures.endpoints_removed += out.removed;
         let created = usize::from(out.create.is_some());
         figures.groups.insert(
-            key.render(),
+            key.clone(),
             PortGroupFigures {
                 endpoints: endpoint_count,
                 slices: group_existing.len() + created - out.delete.len(),

@@ -217,3 +217,19 @@ fn same_ip_for_two_pods_stays_two_endpoints() {
     );
     assert_eq!(s.groups[0].endpoints.len(), 2);
 }
+
+#[test]
+fn app_protocol_is_part_of_the_group_key() {
+    let http = |app_protocol: Option<&str>| {
+        vec![EndpointPort {
+            name: Some("http".into()),
+            port: Some(80),
+            protocol: Some("TCP".into()),
+            app_protocol: app_protocol.map(str::to_owned),
+        }]
+    };
+    assert_ne!(
+        GroupKey::new(AddressType::IPv4, &http(None)),
+        GroupKey::new(AddressType::IPv4, &http(Some("h2c")))
+    );
+}
