@@ -49,7 +49,7 @@ impl GroupKey {
         &self.address_type
     }
 
-    /// A readable rendering, for metrics keys.
+    /// A readable rendering, for logs and messages.
     pub fn render(&self) -> String {
         format!("{}-{}", self.address_type, self.ports.render())
     }

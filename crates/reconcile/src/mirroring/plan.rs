@@ -18,7 +18,7 @@ use crate::mirroring::{
 use crate::slice::PortGroupFigures;
 use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// Plans one sync of an Endpoints object's mirrored slices. Nothing passed in is modified.
@@ -80,7 +80,6 @@ pub fn plan_mirroring(input: &MirroringInput<'_>) -> MirroringPlan {
     let mut create = Vec::new();
     let mut update = Vec::new();
     let mut delete = Vec::new();
-    let mut wanted: HashSet<GroupKey> = HashSet::new();
     for group in desired.groups {
         let group_existing = existing_by_key
             .get(&group.key)
@@ -94,7 +93,7 @@ pub fn plan_mirroring(input: &MirroringInput<'_>) -> MirroringPlan {
         figures.endpoints_removed += out.removed;
         let created = usize::from(out.create.is_some());
         figures.groups.insert(
-            key.clone(),
+            key,
             PortGroupFigures {
                 endpoints: endpoint_count,
                 slices: group_existing.len() + created - out.delete.len(),
@@ -103,12 +102,11 @@ pub fn plan_mirroring(input: &MirroringInput<'_>) -> MirroringPlan {
         create.extend(out.create);
         update.extend(out.update);
         delete.extend(out.delete);
-        wanted.insert(key);
     }
     // Slices of groups no longer wanted go too; upstream does not count their endpoints as
     // removed.
     for (key, slices) in existing_by_key {
-        if !wanted.contains(&key) {
+        if !figures.groups.contains_key(&key) {
             delete.extend(slices);
         }
     }
