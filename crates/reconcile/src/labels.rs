@@ -16,6 +16,13 @@ pub const ENDPOINTS_MANAGED_BY: &str = "endpoints.kubernetes.io/managed-by";
 pub const ENDPOINTS_CONTROLLER_NAME: &str = "endpoint-controller";
 /// Present (empty) on objects of a headless Service.
 pub const HEADLESS: &str = "service.kubernetes.io/headless";
+/// Our value of [`SLICE_MANAGED_BY`] on slices mirrored from hand-written Endpoints (the
+/// upstream mirroring controller's, since we replace it too).
+pub const MIRRORING_CONTROLLER_NAME: &str = "endpointslicemirroring-controller.k8s.io";
+/// Endpoints label that, set to `"true"`, keeps the mirroring controller away from the object.
+pub const SKIP_MIRROR: &str = "endpointslice.kubernetes.io/skip-mirror";
+/// Annotation kubectl keeps on applied objects; never mirrored onto slices.
+pub const LAST_APPLIED_CONFIG: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// True for the keys the slice controller owns; a Service cannot set them on its slices.
 pub fn is_reserved_slice_label(key: &str) -> bool {

@@ -12,6 +12,11 @@
 //!        ▼
 //!  slice::plan_slices ──► SlicePlan { batches of create / update / delete, events, metrics }
 //!  endpoints::plan_endpoints ──► EndpointsPlan { create | update | nothing, events }
+//!
+//!  Service (selector-less) + hand-written Endpoints + mirrored slices
+//!        │
+//!        ▼
+//!  mirroring::plan_mirroring ──► MirroringPlan { create / update / delete, events, figures }
 //! ```
 //!
 //! State that upstream keeps between syncs (the topology cache, the slice tracker, the
@@ -28,6 +33,7 @@ pub mod keys;
 pub mod labels;
 pub mod membership;
 pub mod metrics_cache;
+pub mod mirroring;
 pub mod pod_rules;
 pub mod projection;
 pub mod selector;
@@ -41,6 +47,7 @@ pub mod upstream_order;
 pub mod testing;
 
 pub use endpoints::{plan_endpoints, EndpointsInput, EndpointsPlan};
+pub use mirroring::{plan_mirroring, MirroringInput, MirroringPlan};
 pub use slice::{plan_slices, SliceInput, SlicePlan};
 
 /// Re-exported so callers name timestamps the way this crate does.

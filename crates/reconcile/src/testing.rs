@@ -3,6 +3,8 @@
 
 use crate::projection::{NamedPort, NodeInfo, PodInfo, ServiceInfo, ServicePortInfo, TargetPort};
 use crate::Timestamp;
+use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 /// Parses an RFC 3339 timestamp; panics on a bad literal (tests only).
 pub fn ts(s: &str) -> Timestamp {
@@ -169,6 +171,11 @@ impl ServiceBuilder {
         self.0.deleting = true;
         self
     }
+    /// Removes the selector (a Service whose Endpoints are written by hand).
+    pub fn no_selector(mut self) -> Self {
+        self.0.selector = None;
+        self
+    }
     /// Finishes.
     pub fn build(self) -> ServiceInfo {
         self.0
@@ -228,5 +235,125 @@ pub fn node(name: &str, zone: &str, cpu_millis: i64) -> NodeInfo {
         ready: true,
         control_plane: false,
         cpu_millis,
+    }
+}
+
+/// Starts a hand-written v1 Endpoints object in `default`, uid `uid-ep-<name>`, no subsets.
+pub fn endpoints(name: &str) -> EndpointsBuilder {
+    EndpointsBuilder(Endpoints {
+        metadata: ObjectMeta {
+            namespace: Some("default".into()),
+            name: Some(name.into()),
+            uid: Some(format!("uid-ep-{name}")),
+            ..Default::default()
+        },
+        subsets: None,
+    })
+}
+
+/// Builder for a v1 [`Endpoints`] object.
+#[derive(Debug, Clone)]
+pub struct EndpointsBuilder(Endpoints);
+
+impl EndpointsBuilder {
+    /// Adds a label.
+    pub fn label(mut self, k: &str, v: &str) -> Self {
+        let labels = self.0.metadata.labels.get_or_insert_with(Default::default);
+        labels.insert(k.into(), v.into());
+        self
+    }
+    /// Adds an annotation.
+    pub fn annotation(mut self, k: &str, v: &str) -> Self {
+        let annotations = self
+            .0
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default);
+        annotations.insert(k.into(), v.into());
+        self
+    }
+    /// Sets the uid.
+    pub fn uid(mut self, uid: &str) -> Self {
+        self.0.metadata.uid = Some(uid.into());
+        self
+    }
+    /// Marks the object as being deleted.
+    pub fn deleting(mut self) -> Self {
+        self.0.metadata.deletion_timestamp = Some(Time(ts("2026-01-01T00:00:00Z")));
+        self
+    }
+    /// Appends a subset.
+    pub fn subset(mut self, subset: SubsetBuilder) -> Self {
+        self.0.subsets.get_or_insert_with(Vec::new).push(subset.0);
+        self
+    }
+    /// Finishes.
+    pub fn build(self) -> Endpoints {
+        self.0
+    }
+}
+
+/// Starts an empty Endpoints subset.
+pub fn subset() -> SubsetBuilder {
+    SubsetBuilder(EndpointSubset::default())
+}
+
+/// Builder for an [`EndpointSubset`].
+#[derive(Debug, Clone)]
+pub struct SubsetBuilder(EndpointSubset);
+
+impl SubsetBuilder {
+    /// Appends a ready address with only an IP.
+    pub fn ready(self, ip: &str) -> Self {
+        self.ready_address(endpoint_address(ip))
+    }
+    /// Appends a not-ready address with only an IP.
+    pub fn not_ready(self, ip: &str) -> Self {
+        self.not_ready_address(endpoint_address(ip))
+    }
+    /// Appends a ready address.
+    pub fn ready_address(mut self, address: EndpointAddress) -> Self {
+        self.0.addresses.get_or_insert_with(Vec::new).push(address);
+        self
+    }
+    /// Appends a not-ready address.
+    pub fn not_ready_address(mut self, address: EndpointAddress) -> Self {
+        self.0
+            .not_ready_addresses
+            .get_or_insert_with(Vec::new)
+            .push(address);
+        self
+    }
+    /// Appends a TCP port.
+    pub fn port(mut self, name: &str, port: i32) -> Self {
+        self.0
+            .ports
+            .get_or_insert_with(Vec::new)
+            .push(EndpointPort {
+                name: Some(name.into()),
+                port,
+                protocol: Some("TCP".into()),
+                app_protocol: None,
+            });
+        self
+    }
+}
+
+impl SubsetBuilder {
+    /// The subset's ports alone.
+    pub fn build_ports(self) -> Vec<EndpointPort> {
+        self.0.ports.unwrap_or_default()
+    }
+    /// Finishes.
+    pub fn build(self) -> EndpointSubset {
+        self.0
+    }
+}
+
+/// An Endpoints address with only an IP.
+pub fn endpoint_address(ip: &str) -> EndpointAddress {
+    EndpointAddress {
+        ip: ip.into(),
+        ..Default::default()
     }
 }

@@ -68,7 +68,7 @@ pub fn new_slice(
 }
 
 /// `<name>-`, or the bare name when the dash would make it too long for a generated name.
-fn generate_name_prefix(service_name: &str) -> String {
+pub(crate) fn generate_name_prefix(service_name: &str) -> String {
     // A generated name adds 5 characters and must stay a DNS subdomain (253 characters).
     if service_name.len() + 1 > 253 - 5 {
         service_name.to_owned()

@@ -1,0 +1,218 @@
+//! The desired endpoints of one Endpoints object, grouped by address type and port list.
+//!
+//! Upstream first repacks the subsets into their canonical layout (the same repacking the
+//! Endpoints controller uses), so subsets offering the same ports merge and an address both
+//! ready and not ready counts as not ready. Each repacked subset then maps to one group per
+//! address type, keyed by address type and port list (port order does not matter); the cap
+//! `--mirroring-max-endpoints-per-subset` applies per repacked subset, ready addresses first,
+//! and only valid addresses count against it. Endpoints with the same identity (addresses,
+//! hostname, targetRef name) within a group collapse into one, the later winning.
+
+use crate::address_family::AddressType;
+use crate::endpoints::repack::repack;
+use crate::endpoints::subsets::{AddressOnPort, PortSpec};
+use crate::mirroring::address::{address_to_endpoint, slice_ports};
+use crate::slice::endpoint::EndpointKey;
+use crate::slice::port_groups::PortGroupKey;
+use k8s_openapi::api::core::v1::EndpointSubset;
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
+use std::collections::HashMap;
+
+/// Identifies the slices of one address type and port list. The address type is kept as a
+/// string so that existing slices of a type we never write (FQDN) get a key of their own and
+/// are deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct GroupKey {
+    address_type: String,
+    ports: PortGroupKey,
+}
+
+impl GroupKey {
+    /// The key of desired endpoints of this type on these ports.
+    pub fn new(address_type: AddressType, ports: &[EndpointPort]) -> Self {
+        Self {
+            address_type: address_type.as_str().to_owned(),
+            ports: PortGroupKey::of(Some(ports)),
+        }
+    }
+
+    /// The key of an existing slice.
+    pub fn of_slice(slice: &EndpointSlice) -> Self {
+        Self {
+            address_type: slice.address_type.clone(),
+            ports: PortGroupKey::of(slice.ports.as_deref()),
+        }
+    }
+
+    /// The address type, as written in `addressType`.
+    pub fn address_type(&self) -> &str {
+        &self.address_type
+    }
+
+    /// A readable rendering, for logs and messages.
+    pub fn render(&self) -> String {
+        format!("{}-{}", self.address_type, self.ports.render())
+    }
+}
+
+/// Endpoints by identity, in the order they were first inserted.
+#[derive(Debug, Default, Clone)]
+pub struct EndpointSet {
+    endpoints: Vec<Endpoint>,
+    index: HashMap<EndpointKey, usize>,
+}
+
+impl EndpointSet {
+    /// Adds an endpoint; one with the same identity is replaced in place.
+    pub fn insert(&mut self, endpoint: Endpoint) {
+        let key = EndpointKey::of(&endpoint);
+        match self.index.get(&key) {
+            Some(&i) => self.endpoints[i] = endpoint,
+            None => {
+                self.index.insert(key, self.endpoints.len());
+                self.endpoints.push(endpoint);
+            }
+        }
+    }
+
+    /// The endpoint with the same identity as `endpoint`, if any.
+    pub fn get(&self, endpoint: &Endpoint) -> Option<&Endpoint> {
+        self.index
+            .get(&EndpointKey::of(endpoint))
+            .map(|&i| &self.endpoints[i])
+    }
+
+    /// Number of endpoints.
+    pub fn len(&self) -> usize {
+        self.endpoints.len()
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.endpoints.is_empty()
+    }
+
+    /// The endpoints, in insertion order.
+    pub fn into_vec(self) -> Vec<Endpoint> {
+        self.endpoints
+    }
+}
+
+/// The desired endpoints of one address type and port list.
+#[derive(Debug, Clone)]
+pub struct DesiredGroup {
+    /// The group's key.
+    pub key: GroupKey,
+    /// The address type of its slices.
+    pub address_type: AddressType,
+    /// Its slices' ports, in the repacked subset's order.
+    pub ports: Vec<EndpointPort>,
+    /// Its endpoints (possibly none: every subset yields an IPv4 and an IPv6 group, and an
+    /// empty group still removes the slices it has).
+    pub endpoints: EndpointSet,
+}
+
+/// Everything the subsets ask for.
+#[derive(Debug, Default, Clone)]
+pub struct DesiredState {
+    /// Groups in the order their subsets were repacked, IPv4 before IPv6.
+    pub groups: Vec<DesiredGroup>,
+    /// Addresses whose IP does not parse.
+    pub invalid: usize,
+    /// Addresses left out: the invalid ones plus those beyond the per-subset cap.
+    pub skipped: usize,
+}
+
+/// Builds the desired state from an Endpoints object's subsets (which are not modified).
+pub fn desired_state(subsets: &[EndpointSubset], max_per_subset: usize) -> DesiredState {
+    let mut state = DesiredState::default();
+    let mut positions: HashMap<GroupKey, usize> = HashMap::new();
+    for subset in repack(addresses_on_ports(subsets)) {
+        let ports = slice_ports(subset.ports.as_deref().unwrap_or_default());
+        let mut group_of = |address_type: AddressType, state: &mut DesiredState| -> usize {
+            let key = GroupKey::new(address_type, &ports);
+            *positions.entry(key.clone()).or_insert_with(|| {
+                state.groups.push(DesiredGroup {
+                    key,
+                    address_type,
+                    ports: ports.clone(),
+                    endpoints: EndpointSet::default(),
+                });
+                state.groups.len() - 1
+            })
+        };
+        let by_type = [
+            group_of(AddressType::IPv4, &mut state),
+            group_of(AddressType::IPv6, &mut state),
+        ];
+
+        let ready = subset.addresses.iter().flatten().map(|a| (a, true));
+        let not_ready = subset
+            .not_ready_addresses
+            .iter()
+            .flatten()
+            .map(|a| (a, false));
+        let total = subset.addresses.as_ref().map_or(0, Vec::len)
+            + subset.not_ready_addresses.as_ref().map_or(0, Vec::len);
+        let mut added = 0;
+        for (address, is_ready) in ready.chain(not_ready) {
+            // Upstream stops at the cap separately in both lists, with the same count, so one
+            // walk over both is the same thing.
+            if added >= max_per_subset {
+                break;
+            }
+            match address_to_endpoint(address, is_ready) {
+                Some((address_type, endpoint)) => {
+                    let i = by_type[usize::from(address_type == AddressType::IPv6)];
+                    state.groups[i].endpoints.insert(endpoint);
+                    added += 1;
+                }
+                None => state.invalid += 1,
+            }
+        }
+        state.skipped += total - added;
+    }
+    state
+}
+
+/// Flattens subsets into the repacker's input: every address on every port of its subset (or
+/// on no port when the subset has none), ready addresses before not-ready ones, so the first
+/// copy of an address is the one upstream keeps.
+fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort> {
+    let mut items = Vec::new();
+    for subset in subsets {
+        let ports: Vec<Option<PortSpec>> = match subset.ports.as_deref() {
+            Some(ports) if !ports.is_empty() => ports
+                .iter()
+                .map(|p| {
+                    Some(PortSpec {
+                        name: p.name.clone().unwrap_or_default(),
+                        port: p.port,
+                        protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_owned()),
+                        app_protocol: p.app_protocol.clone(),
+                    })
+                })
+                .collect(),
+            _ => vec![None],
+        };
+        for port in ports {
+            let ready = subset.addresses.iter().flatten().map(|a| (a, true));
+            let not_ready = subset
+                .not_ready_addresses
+                .iter()
+                .flatten()
+                .map(|a| (a, false));
+            for (address, ready) in ready.chain(not_ready) {
+                items.push(AddressOnPort {
+                    address: address.clone(),
+                    port: port.clone(),
+                    ready,
+                });
+            }
+        }
+    }
+    items
+}
+
+#[cfg(test)]
+mod tests;
