@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-const TRIGGER_TIME: &str = "endpoints.kubernetes.io/last-change-trigger-time";
-const OVER_CAPACITY: &str = "endpoints.kubernetes.io/over-capacity";
+use reconcile::endpoints::OVER_CAPACITY;
+use reconcile::trigger_time::ANNOTATION as TRIGGER_TIME;
 
 /// One case, loaded.
 #[derive(Debug)]

@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use crate::client::ClientSettings;
 
-/// Upstream's hard cap on `--max-endpoints-per-slice`.
-pub const MAX_ENDPOINTS_PER_SLICE_LIMIT: u32 = 1000;
+use reconcile::slice::MAX_ENDPOINTS_PER_SLICE_LIMIT;
 
 /// Settings of one `kube-endpoints run`.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +73,7 @@ pub enum SettingsError {
 impl Settings {
     /// Checks the ranges kube-controller-manager checks at start-up.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        if !(1..=MAX_ENDPOINTS_PER_SLICE_LIMIT).contains(&self.max_endpoints_per_slice) {
+        if !(1..=MAX_ENDPOINTS_PER_SLICE_LIMIT).contains(&(self.max_endpoints_per_slice as usize)) {
             return Err(SettingsError::MaxEndpointsPerSlice(
                 self.max_endpoints_per_slice,
             ));

@@ -26,18 +26,3 @@ impl fmt::Display for ServiceKey {
         write!(f, "{}/{}", self.namespace, self.name)
     }
 }
-
-/// Identifies a Pod.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PodKey {
-    /// The Pod's namespace.
-    pub namespace: String,
-    /// The Pod's name.
-    pub name: String,
-}
-
-impl fmt::Display for PodKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}

@@ -2,8 +2,8 @@
 
 use crate::args::parse_duration;
 use anyhow::Result;
+use bench::{ControllerMode, Scenario};
 use clap::{Args, ValueEnum};
-use kube_endpoints::bench::{self, ControllerMode, Scenario};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -30,7 +30,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 /// The node label that carries its zone.
-pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+pub use reconcile::projection::ZONE_LABEL;
 
 /// The node [`TestCluster::start`] creates and [`pod`] schedules on.
 pub const DEFAULT_NODE: &str = "node-1";
@@ -714,7 +714,7 @@ impl TestCluster {
 
 /// The annotation that records when the change behind a write happened; it differs between
 /// a live sync and a plan from scratch by construction.
-const TRIGGER_TIME: &str = "endpoints.kubernetes.io/last-change-trigger-time";
+use reconcile::trigger_time::ANNOTATION as TRIGGER_TIME;
 
 /// Slices reduced to what must match between the live controller and a plan from scratch:
 /// names, uids, resourceVersions, generations, timestamps, the trigger-time annotation,

@@ -22,7 +22,7 @@ pub mod selection;
 pub mod triggers;
 
 use crate::event::PlannedEvent;
-use crate::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_MANAGED_BY};
+use crate::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME};
 use crate::mirroring::desired::GroupKey;
 use crate::projection::ServiceInfo;
 use crate::slice::PortGroupFigures;
@@ -123,11 +123,5 @@ pub fn is_mirrored_slice_of(slice: &EndpointSlice, endpoints_name: &str) -> bool
 
 /// True when the slice's managed-by label names the mirroring controller.
 pub fn is_mirrored(slice: &EndpointSlice) -> bool {
-    slice
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(SLICE_MANAGED_BY))
-        .map(String::as_str)
-        == Some(MIRRORING_CONTROLLER_NAME)
+    crate::slice::managed_by(slice) == Some(MIRRORING_CONTROLLER_NAME)
 }

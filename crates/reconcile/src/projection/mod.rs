@@ -7,6 +7,6 @@ mod node;
 mod pod;
 mod service;
 
-pub use node::{parse_cpu_millis, NodeInfo};
+pub use node::{parse_cpu_millis, NodeInfo, ZONE_LABEL};
 pub use pod::{NamedPort, PodInfo};
 pub use service::{ServiceInfo, ServicePortInfo, TargetPort};

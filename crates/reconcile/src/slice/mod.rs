@@ -155,15 +155,19 @@ pub fn is_managed_slice_of(slice: &EndpointSlice, service_name: &str) -> bool {
         && is_managed_by_us(slice)
 }
 
-/// True when the slice's managed-by label names this controller.
-pub fn is_managed_by_us(slice: &EndpointSlice) -> bool {
+/// The controller a slice's managed-by label names, if any.
+pub fn managed_by(slice: &EndpointSlice) -> Option<&str> {
     slice
         .metadata
         .labels
         .as_ref()
         .and_then(|l| l.get(SLICE_MANAGED_BY))
         .map(String::as_str)
-        == Some(SLICE_CONTROLLER_NAME)
+}
+
+/// True when the slice's managed-by label names this controller.
+pub fn is_managed_by_us(slice: &EndpointSlice) -> bool {
+    managed_by(slice) == Some(SLICE_CONTROLLER_NAME)
 }
 
 /// True when the slice is owned by the Service (ownerReference v1 Service with its uid).

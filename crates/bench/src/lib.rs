@@ -314,29 +314,7 @@ pub async fn run(options: Options) -> Result<Report> {
     let deadline = tokio::time::Instant::now() + options.timeout;
     let churn = options.churn();
 
-    let history_window = (options.services * options.pods_per_service * 4).max(10_000);
-    let (server, kubeconfig) = match &options.kubeconfig {
-        Some(path) => (None, path.clone()),
-        None => {
-            let config = apiserver::Config {
-                history_window,
-                ..apiserver::Config::default()
-            };
-            let handle = apiserver::ApiServer::start(config)
-                .await
-                .context("starting the embedded API server")?;
-            let path = options.write_kubeconfig.clone().unwrap_or_else(|| {
-                std::env::temp_dir().join(format!(
-                    "kube-endpoints-bench-{}.kubeconfig",
-                    std::process::id()
-                ))
-            });
-            handle
-                .write_kubeconfig(&path)
-                .with_context(|| format!("writing {}", path.display()))?;
-            (Some(handle), path)
-        }
-    };
+    let (server, kubeconfig) = api_server(&options).await?;
     let counter = RequestCounter::default();
     let client = generator_client(&kubeconfig, options.qps, &counter).await?;
     let controller = match options.controller {
@@ -354,39 +332,14 @@ pub async fn run(options: Options) -> Result<Report> {
             .unwrap_or_default()
     };
 
-    let progress_task = {
-        let (tracker, progress, peak_rss, target) = (
-            tracker.clone(),
-            progress.clone(),
-            peak_rss.clone(),
-            target.clone(),
-        );
-        let print = options.progress;
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            loop {
-                tick.tick().await;
-                if let Some(rss) = target
-                    .as_deref()
-                    .and_then(|t| proc::status_bytes(t, "VmRSS"))
-                {
-                    peak_rss.fetch_max(rss, Ordering::Relaxed);
-                }
-                if print {
-                    let t = lock(&tracker);
-                    eprintln!(
-                        "bench: {:>5.1}s phase {:<9} pod writes {:>7}  services converged {:>6}/{:<6} pending slice changes {}",
-                        started.elapsed().as_secs_f64(),
-                        progress.phase(),
-                        progress.pod_writes.load(Ordering::Relaxed),
-                        t.converged_services(),
-                        t.services.len(),
-                        t.slice_latency.unobserved(),
-                    );
-                }
-            }
-        })
-    };
+    let progress_task = spawn_progress(
+        started,
+        &tracker,
+        &progress,
+        &peak_rss,
+        target.clone(),
+        options.progress,
+    );
 
     let mut marks = Marks {
         start: started,
@@ -448,78 +401,21 @@ pub async fn run(options: Options) -> Result<Report> {
 
     // Figures are taken before anything stops, so shutdown work is not counted.
     let generator = count::difference(&counter.snapshot(), &marks.generator_counts);
-    let controller_requests = match (&server, &options.controller_metrics) {
-        (Some(_), _) => {
-            let server_delta = count::difference(&server_counts(), &marks.server_counts);
-            let own = count::difference(&server_delta, &generator);
-            figures::requests(
-                "embedded API server counters minus the load generator's",
-                &own,
-            )
-        }
-        (None, Some(url)) => match http_get(url)
-            .await
-            .map(|page| figures::scrape_requests(&page))
-        {
-            Ok(Some(by_method)) => figures::Requests {
-                source: format!(
-                    "rest_client_requests_total from {url}, by method, whole process life"
-                ),
-                total: Some(by_method.values().sum()),
-                by_verb_resource: Default::default(),
-                by_verb: by_method,
-            },
-            Ok(None) => figures::Requests {
-                source: format!("n/a: no rest_client_requests_total at {url}"),
-                ..Default::default()
-            },
-            Err(err) => figures::Requests {
-                source: format!("n/a: {err:#}"),
-                ..Default::default()
-            },
-        },
-        (None, None) => figures::Requests {
-            source: "n/a: external API server; pass --controller-metrics".into(),
-            ..Default::default()
-        },
-    };
+    let controller_requests = controller_requests(
+        &options,
+        server.is_some(),
+        &server_counts(),
+        &marks.server_counts,
+        &generator,
+    )
+    .await;
     if let Some(rss) = target
         .as_deref()
         .and_then(|t| proc::status_bytes(t, "VmRSS"))
     {
         peak_rss.fetch_max(rss, Ordering::Relaxed);
     }
-    let cpu_delta = |now: Option<f64>, then: Option<f64>| {
-        now.zip(then)
-            .map(|(n, t)| ((n - t).max(0.0) * 100.0).round() / 100.0)
-    };
-    let resources = Resources {
-        cpu_seconds: cpu_delta(controller_cpu(&options), marks.controller_cpu),
-        cpu_note: match (options.controller, options.controller_pid) {
-            (ControllerMode::Embedded, _) => {
-                "the embedded controller's threads (its client, informers, workers)".into()
-            }
-            (ControllerMode::External, Some(pid)) => format!("process {pid}"),
-            (ControllerMode::External, None) => "n/a: pass --controller-pid".into(),
-        },
-        process_cpu_seconds: cpu_delta(
-            target.as_deref().and_then(proc::process_cpu),
-            marks.process_cpu,
-        ),
-        peak_rss_bytes: Some(peak_rss.load(Ordering::Relaxed)).filter(|b| *b > 0),
-        vm_hwm_bytes: target
-            .as_deref()
-            .and_then(|t| proc::status_bytes(t, "VmHWM")),
-        memory_note: match options.controller {
-            ControllerMode::Embedded => {
-                "the whole bench process: embedded API server, load generator and controller".into()
-            }
-            ControllerMode::External if options.controller_pid.is_some() => {
-                "the controller process; VmHWM covers its whole life".into()
-            }
-            ControllerMode::External => "n/a: pass --controller-pid".into(),
-        },
-    };
+    let resources = resources(&options, &marks, target.as_deref(), &peak_rss);
     let report = {
         let t = lock(&tracker);
         let latency = |samples: &[Duration], changes, superseded, unobserved| ChangeLatency {
@@ -610,6 +506,150 @@ pub async fn run(options: Options) -> Result<Report> {
         }
     }
     Ok(report)
+}
+
+/// The embedded API server (unless `--kubeconfig` names another) and the kubeconfig to use.
+async fn api_server(options: &Options) -> Result<(Option<apiserver::ApiServerHandle>, PathBuf)> {
+    let history_window = (options.services * options.pods_per_service * 4).max(10_000);
+    Ok(match &options.kubeconfig {
+        Some(path) => (None, path.clone()),
+        None => {
+            let config = apiserver::Config {
+                history_window,
+                ..apiserver::Config::default()
+            };
+            let handle = apiserver::ApiServer::start(config)
+                .await
+                .context("starting the embedded API server")?;
+            let path = options.write_kubeconfig.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!(
+                    "kube-endpoints-bench-{}.kubeconfig",
+                    std::process::id()
+                ))
+            });
+            handle
+                .write_kubeconfig(&path)
+                .with_context(|| format!("writing {}", path.display()))?;
+            (Some(handle), path)
+        }
+    })
+}
+
+/// Samples the target's RSS every second and, when asked, prints a progress line.
+fn spawn_progress(
+    started: Instant,
+    tracker: &Shared,
+    progress: &Arc<Progress>,
+    peak_rss: &Arc<AtomicU64>,
+    target: Option<String>,
+    print: bool,
+) -> tokio::task::JoinHandle<()> {
+    let (tracker, progress, peak_rss) = (tracker.clone(), progress.clone(), peak_rss.clone());
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            if let Some(rss) = target
+                .as_deref()
+                .and_then(|t| proc::status_bytes(t, "VmRSS"))
+            {
+                peak_rss.fetch_max(rss, Ordering::Relaxed);
+            }
+            if print {
+                let t = lock(&tracker);
+                eprintln!(
+                        "bench: {:>5.1}s phase {:<9} pod writes {:>7}  services converged {:>6}/{:<6} pending slice changes {}",
+                        started.elapsed().as_secs_f64(),
+                        progress.phase(),
+                        progress.pod_writes.load(Ordering::Relaxed),
+                        t.converged_services(),
+                        t.services.len(),
+                        t.slice_latency.unobserved(),
+                    );
+            }
+        }
+    })
+}
+
+/// The controller's requests during the run: from the embedded server's counters less the
+/// load generator's, or from the controller's own `/metrics`.
+async fn controller_requests(
+    options: &Options,
+    has_server: bool,
+    server_now: &Counts,
+    server_then: &Counts,
+    generator: &Counts,
+) -> figures::Requests {
+    match (has_server, &options.controller_metrics) {
+        (true, _) => {
+            let server_delta = count::difference(server_now, server_then);
+            let own = count::difference(&server_delta, generator);
+            figures::requests(
+                "embedded API server counters minus the load generator's",
+                &own,
+            )
+        }
+        (false, Some(url)) => match http_get(url)
+            .await
+            .map(|page| figures::scrape_requests(&page))
+        {
+            Ok(Some(by_method)) => figures::Requests {
+                source: format!(
+                    "rest_client_requests_total from {url}, by method, whole process life"
+                ),
+                total: Some(by_method.values().sum()),
+                by_verb_resource: Default::default(),
+                by_verb: by_method,
+            },
+            Ok(None) => figures::Requests {
+                source: format!("n/a: no rest_client_requests_total at {url}"),
+                ..Default::default()
+            },
+            Err(err) => figures::Requests {
+                source: format!("n/a: {err:#}"),
+                ..Default::default()
+            },
+        },
+        (false, None) => figures::Requests {
+            source: "n/a: external API server; pass --controller-metrics".into(),
+            ..Default::default()
+        },
+    }
+}
+
+/// The controller's CPU and memory over the run.
+fn resources(
+    options: &Options,
+    marks: &Marks,
+    target: Option<&str>,
+    peak_rss: &AtomicU64,
+) -> Resources {
+    let cpu_delta = |now: Option<f64>, then: Option<f64>| {
+        now.zip(then)
+            .map(|(n, t)| ((n - t).max(0.0) * 100.0).round() / 100.0)
+    };
+    Resources {
+        cpu_seconds: cpu_delta(controller_cpu(options), marks.controller_cpu),
+        cpu_note: match (options.controller, options.controller_pid) {
+            (ControllerMode::Embedded, _) => {
+                "the embedded controller's threads (its client, informers, workers)".into()
+            }
+            (ControllerMode::External, Some(pid)) => format!("process {pid}"),
+            (ControllerMode::External, None) => "n/a: pass --controller-pid".into(),
+        },
+        process_cpu_seconds: cpu_delta(target.and_then(proc::process_cpu), marks.process_cpu),
+        peak_rss_bytes: Some(peak_rss.load(Ordering::Relaxed)).filter(|b| *b > 0),
+        vm_hwm_bytes: target.and_then(|t| proc::status_bytes(t, "VmHWM")),
+        memory_note: match options.controller {
+            ControllerMode::Embedded => {
+                "the whole bench process: embedded API server, load generator and controller".into()
+            }
+            ControllerMode::External if options.controller_pid.is_some() => {
+                "the controller process; VmHWM covers its whole life".into()
+            }
+            ControllerMode::External => "n/a: pass --controller-pid".into(),
+        },
+    }
 }
 
 /// The run itself, from waiting for the controller to convergence; cancelled on timeout.

@@ -18,12 +18,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
-/// The label naming a slice's Service (upstream `discovery.LabelServiceName`).
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
-/// The label naming a slice's manager.
-pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
-/// The EndpointSlice controller's value of [`MANAGED_BY_LABEL`], ours and upstream's.
-pub const MANAGED_BY_CONTROLLER: &str = "endpointslice-controller.k8s.io";
+// The well-known label names are shared; what the slices must hold is judged here on its own.
+use reconcile::labels::{
+    SERVICE_NAME as SERVICE_NAME_LABEL, SLICE_CONTROLLER_NAME as MANAGED_BY_CONTROLLER,
+    SLICE_MANAGED_BY as MANAGED_BY_LABEL,
+};
 
 /// Something a watch can show that a pending change expects.
 pub trait Observed: Clone + PartialEq {
@@ -704,7 +703,7 @@ mod tests {
     use serde_json::json;
 
     fn pod(ready: bool, terminating: bool) -> PodModel {
-        crate::bench::model::test_pod(ready, terminating)
+        crate::model::test_pod(ready, terminating)
     }
 
     fn slice(endpoints: serde_json::Value) -> EndpointSlice {
