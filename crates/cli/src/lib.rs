@@ -1,6 +1,7 @@
 //! The `kube-endpoints` command line: planning (the live controllers on an in-process API
 //! server), conformance checks, and the live controllers against a cluster.
 
+pub mod audit;
 pub mod conformance;
 pub mod manifests;
 pub mod plan;

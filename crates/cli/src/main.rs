@@ -21,6 +21,7 @@ enum Command {
     Plan(cmd::plan::PlanArgs),
     Apiserver(cmd::apiserver::ApiServerArgs),
     Conformance(cmd::conformance::ConformanceArgs),
+    Audit(cmd::audit::AuditArgs),
     Bench(cmd::bench::BenchArgs),
 }
 
@@ -33,6 +34,7 @@ fn main() -> ExitCode {
         Command::Dev(args) => runtime()
             .and_then(|rt| rt.block_on(cmd::dev::run(args)))
             .map(|()| true),
+        Command::Audit(args) => runtime().and_then(|rt| rt.block_on(cmd::audit::run(args))),
         Command::Bench(args) => runtime().and_then(|rt| rt.block_on(cmd::bench::run(args))),
         Command::Apiserver(args) => runtime()
             .and_then(|rt| rt.block_on(cmd::apiserver::run(args)))

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod apiserver;
+pub mod audit;
 pub mod bench;
 pub mod conformance;
 pub mod dev;

@@ -1,0 +1,172 @@
+//! `audit`: would our controllers write what this cluster holds?
+//!
+//! The cluster is read with list requests only. Its Namespaces, Nodes, Services and Pods go
+//! into an in-process embedded API server, the controllers run there from scratch (the code
+//! path `run` and `plan` use), and what they wrote is compared, Service by Service, with the
+//! Endpoints and EndpointSlices the cluster has, by the conformance corpus' comparison rules:
+//! names, uids, resourceVersions and timestamps are ignored, and so is what upstream itself
+//! writes in map order. Nothing is ever written to the cluster.
+
+use crate::conformance::{compare, Written};
+use crate::manifests::Object;
+use crate::plan::{plan, PlanSettings};
+use anyhow::{Context, Result};
+use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::ListParams;
+use kube::{Api, Client};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// What the audit reads.
+#[derive(Debug, Clone, Default)]
+pub struct AuditScope {
+    /// Only this namespace (all when `None`).
+    pub namespace: Option<String>,
+    /// `--max-endpoints-per-slice` the cluster's controller runs with.
+    pub max_endpoints_per_slice: Option<u32>,
+}
+
+/// One Service's verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServiceAudit {
+    /// namespace/name.
+    pub service: String,
+    /// `same` or `differs`.
+    pub result: &'static str,
+    /// The differences, in the readable form `conformance` prints.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<String>,
+}
+
+/// The whole answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditReport {
+    /// Per Service, by namespace and name.
+    pub services: Vec<ServiceAudit>,
+    /// Services whose objects are the same.
+    pub same: usize,
+    /// Services whose objects differ.
+    pub differ: usize,
+}
+
+impl AuditReport {
+    /// The closing summary line.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} services: {} same, {} differ",
+            self.services.len(),
+            self.same,
+            self.differ
+        )
+    }
+}
+
+async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    Ok(api.list(&ListParams::default()).await?.items)
+}
+
+/// Audits the cluster `client` talks to.
+pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
+    let ns = scope.namespace.as_deref();
+    let lp = ListParams::default();
+    let namespaces = Api::<Namespace>::all(client.clone())
+        .list(&lp)
+        .await
+        .context("listing Namespaces")?
+        .items;
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&lp)
+        .await
+        .context("listing Nodes")?
+        .items;
+    let services: Vec<Service> = list(client, ns).await.context("listing Services")?;
+    let pods: Vec<Pod> = list(client, ns).await.context("listing Pods")?;
+    let endpoints: Vec<Endpoints> = list(client, ns).await.context("listing Endpoints")?;
+    let slices: Vec<EndpointSlice> = list(client, ns).await.context("listing EndpointSlices")?;
+
+    let service_keys: Vec<String> = services
+        .iter()
+        .filter_map(|s| {
+            Some(format!(
+                "{}/{}",
+                s.metadata.namespace.as_ref()?,
+                s.metadata.name.as_ref()?
+            ))
+        })
+        .filter(|key| key != "default/kubernetes")
+        .collect();
+    let mut objects: Vec<Object> = Vec::new();
+    objects.extend(namespaces.into_iter().map(Object::Namespace));
+    objects.extend(nodes.into_iter().map(Object::Node));
+    objects.extend(services.into_iter().map(Object::Service));
+    objects.extend(pods.into_iter().map(Object::Pod));
+
+    let mut settings = PlanSettings::new(reconcile::Timestamp::now());
+    if let Some(max) = scope.max_endpoints_per_slice {
+        settings.options.settings.max_endpoints_per_slice = max;
+    }
+    let ours = plan(&objects, &settings)
+        .await
+        .context("running the controllers on a copy of the cluster")?;
+    let ours = Written {
+        endpoints: values(&ours.endpoints)?,
+        endpoint_slices: values(&ours.slices)?,
+        events: Vec::new(),
+    };
+    let theirs = Written {
+        endpoints: values(&endpoints)?,
+        endpoint_slices: values(&slices)?,
+        events: Vec::new(),
+    };
+
+    // Each difference line starts with the `namespace/name` of the Service it is about.
+    let mut by_service: BTreeMap<String, Vec<String>> = service_keys
+        .iter()
+        .map(|k| (k.clone(), Vec::new()))
+        .collect();
+    for difference in compare(&ours, &theirs) {
+        let service = difference
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        by_service.entry(service).or_default().push(difference);
+    }
+    let services: Vec<ServiceAudit> = by_service
+        .into_iter()
+        .map(|(service, differences)| ServiceAudit {
+            service,
+            result: if differences.is_empty() {
+                "same"
+            } else {
+                "differs"
+            },
+            differences,
+        })
+        .collect();
+    let same = services.iter().filter(|s| s.result == "same").count();
+    Ok(AuditReport {
+        differ: services.len() - same,
+        same,
+        services,
+    })
+}
+
+fn values<T: Serialize>(items: &[T]) -> Result<Vec<serde_json::Value>> {
+    items
+        .iter()
+        .map(|i| serde_json::to_value(i).context("encoding an object"))
+        .collect()
+}
