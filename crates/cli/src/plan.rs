@@ -57,6 +57,7 @@ impl PlanSettings {
                 settings,
                 endpoints: true,
                 endpoint_slices: true,
+                shadow: None,
             },
             now,
         }

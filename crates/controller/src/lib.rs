@@ -39,6 +39,7 @@ pub mod metrics;
 pub mod queue;
 pub mod service_queuer;
 pub mod service_workers;
+pub mod shadow;
 pub mod state_lock;
 pub mod token_bucket;
 pub mod worker;
@@ -65,6 +66,9 @@ pub struct Options {
     pub endpoints: bool,
     /// Run the EndpointSlice controller (`endpointslice`).
     pub endpoint_slices: bool,
+    /// Shadow mode: plan every sync but write nothing (no objects, no Events), and record in
+    /// this where the controllers would write something else than the cluster holds.
+    pub shadow: Option<Arc<shadow::Shadow>>,
 }
 
 /// Why the controllers could not run.
@@ -115,6 +119,7 @@ pub async fn run(
             recorder,
             settings.max_endpoints_per_slice as usize,
             settings.endpointslice_updates_batch_period,
+            options.shadow.clone(),
         )?;
         let queuer = c.workers().service_queuer();
         handlers.pods.push(queuer.clone());
@@ -137,6 +142,7 @@ pub async fn run(
             registry,
             recorder,
             settings.endpoint_updates_batch_period,
+            options.shadow.clone(),
         )?;
         let queuer = c.workers().service_queuer();
         handlers.pods.push(queuer.clone());

@@ -36,6 +36,21 @@ pub struct RunArgs {
     /// Namespace of the Lease.
     #[arg(long, default_value = "kube-system")]
     pub leader_elect_resource_namespace: String,
+    /// Shadow mode: run beside the controllers that write (kube-controller-manager's), write
+    /// nothing (no objects, no Events, no Lease: leader election is off), and report every
+    /// Service on which these controllers would write something else: logged at error level,
+    /// counted in `shadow_divergent_services` and `shadow_checks_total{result}`, and listed
+    /// in `--shadow-report`.
+    #[arg(long)]
+    pub shadow: bool,
+    /// In shadow mode, how long a difference must stay the same before it counts (the writer
+    /// may simply not have caught up yet).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    pub shadow_grace_period: Duration,
+    /// In shadow mode, a file rewritten (JSON) with the current divergences whenever they
+    /// change.
+    #[arg(long)]
+    pub shadow_report: Option<PathBuf>,
 }
 
 /// Cancels the token on SIGINT or SIGTERM.
@@ -118,6 +133,7 @@ impl Session {
             settings,
             endpoints,
             endpoint_slices,
+            shadow: None,
         };
         Ok(Self {
             client,
@@ -167,7 +183,21 @@ pub async fn run(args: RunArgs) -> Result<bool> {
     settings.leader_election.retry_period = args.leader_elect_retry_period;
     settings.leader_election.resource_name = args.leader_elect_resource_name.clone();
     settings.leader_election.resource_namespace = args.leader_elect_resource_namespace.clone();
-    let session = Session::start(settings.clone(), endpoints, endpoint_slices).await?;
+    if args.shadow {
+        // A shadow takes no Lease: it must never stop the real writer from leading.
+        settings.leader_election.enabled = false;
+    }
+    let mut session = Session::start(settings.clone(), endpoints, endpoint_slices).await?;
+    if args.shadow {
+        let shadow = controller::shadow::Shadow::new(
+            args.shadow_grace_period,
+            args.shadow_report.clone(),
+            &session.registry,
+        )
+        .context("registering the shadow metrics")?;
+        session.options.shadow = Some(std::sync::Arc::new(shadow));
+        tracing::info!("shadow mode: nothing will be written");
+    }
 
     let ok = if settings.leader_election.enabled {
         let identity = default_identity();

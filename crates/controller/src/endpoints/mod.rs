@@ -31,6 +31,7 @@ pub struct EndpointsController {
     workers: ServiceWorkers,
     state: StateLock<EndpointsState>,
     events: EventRecorder,
+    shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 impl EndpointsController {
@@ -41,6 +42,7 @@ impl EndpointsController {
         registry: &prometheus::Registry,
         events: EventRecorder,
         batch_period: Duration,
+        shadow: Option<Arc<crate::shadow::Shadow>>,
     ) -> Result<Arc<Self>, prometheus::Error> {
         let syncs = prometheus::IntCounterVec::new(
             prometheus::Opts::new(
@@ -64,6 +66,7 @@ impl EndpointsController {
                 stale: StaleEndpointsTracker::default(),
             }),
             events,
+            shadow,
         }))
     }
 

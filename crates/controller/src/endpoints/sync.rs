@@ -14,6 +14,15 @@ impl EndpointsController {
     pub async fn sync(&self, key: &ServiceKey) -> Result<(), SyncError> {
         let stores = self.workers.stores();
         let Some(service) = stores.service(key) else {
+            if let Some(shadow) = &self.shadow {
+                let exists = stores
+                    .endpoints
+                    .get(&ObjectKey::new(&key.namespace, &key.name))
+                    .is_some();
+                let would = exists.then(|| format!("delete Endpoints {key}"));
+                self.shadow_check(shadow, key, would.into_iter().collect());
+                return Ok(());
+            }
             // The Service is gone: so goes its Endpoints object.
             self.delete(key).await?;
             let mut state = self.state.lock();
@@ -49,6 +58,23 @@ impl EndpointsController {
                 trigger_time,
             })
         };
+        if let Some(shadow) = &self.shadow {
+            let would = match &plan.action {
+                EndpointsAction::Unchanged => Vec::new(),
+                EndpointsAction::Create(object) => {
+                    vec![format!("create Endpoints {key}: {}", describe(object))]
+                }
+                EndpointsAction::Update(object) => vec![format!(
+                    "update Endpoints {key}: {} (the cluster holds {})",
+                    describe(object),
+                    current
+                        .as_deref()
+                        .map_or_else(|| "nothing".to_owned(), describe)
+                )],
+            };
+            self.shadow_check(shadow, key, would);
+            return Ok(());
+        }
         match plan.action {
             EndpointsAction::Unchanged => Ok(()),
             EndpointsAction::Create(object) => self.create(key, &object).await,
@@ -62,4 +88,36 @@ impl EndpointsController {
             }
         }
     }
+}
+
+impl EndpointsController {
+    /// Shadow mode: records what this sync would write, and checks again later when needed.
+    fn shadow_check(&self, shadow: &crate::shadow::Shadow, key: &ServiceKey, would: Vec<String>) {
+        if let crate::shadow::Check::Pending(after) = shadow.check("Endpoints", key, would) {
+            self.workers.queue().add_after(key.clone(), after);
+        }
+    }
+}
+
+/// A one-line summary of an Endpoints object: its subsets' ready and not-ready addresses.
+fn describe(endpoints: &k8s_openapi::api::core::v1::Endpoints) -> String {
+    let subsets = endpoints.subsets.as_deref().unwrap_or_default();
+    let ips = |list: Option<&Vec<k8s_openapi::api::core::v1::EndpointAddress>>| {
+        list.into_iter()
+            .flatten()
+            .map(|a| a.ip.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let parts: Vec<String> = subsets
+        .iter()
+        .map(|s| {
+            format!(
+                "[ready {} not-ready {}]",
+                ips(s.addresses.as_ref()),
+                ips(s.not_ready_addresses.as_ref())
+            )
+        })
+        .collect();
+    format!("{} subset(s) {}", subsets.len(), parts.join(" "))
 }

@@ -40,6 +40,7 @@ pub struct EndpointSliceController {
     events: EventRecorder,
     max_endpoints_per_slice: usize,
     batch_period: Duration,
+    shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 /// The single key of the topology queue: "recompute zone shares".
@@ -61,6 +62,7 @@ impl EndpointSliceController {
         events: EventRecorder,
         max_endpoints_per_slice: usize,
         batch_period: Duration,
+        shadow: Option<Arc<crate::shadow::Shadow>>,
     ) -> Result<Arc<Self>, prometheus::Error> {
         let metrics = EndpointSliceMetrics::register(registry)?;
         Ok(Arc::new(Self {
@@ -86,6 +88,7 @@ impl EndpointSliceController {
             events,
             max_endpoints_per_slice,
             batch_period,
+            shadow,
         }))
     }
 

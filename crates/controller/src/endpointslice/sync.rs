@@ -26,6 +26,10 @@ impl EndpointSliceController {
     pub async fn sync(&self, key: &ServiceKey) -> Result<(), SyncError> {
         let stores = self.workers.stores();
         let Some(service) = stores.service(key) else {
+            if let Some(shadow) = &self.shadow {
+                // Deleting the slices is the garbage collector's job, not ours.
+                shadow.check("EndpointSlice", key, Vec::new());
+            }
             // The Service is gone: forget it. Its slices go with it through their owner
             // references (the garbage collector's job).
             let mut state = self.state.lock();
@@ -77,6 +81,14 @@ impl EndpointSliceController {
             plan
         };
         self.observe_figures(&plan);
+        if let Some(shadow) = &self.shadow {
+            let would = would_write(&plan, &slices);
+            if let crate::shadow::Check::Pending(after) = shadow.check("EndpointSlice", key, would)
+            {
+                self.workers.queue().add_after(key.clone(), after);
+            }
+            return Ok(());
+        }
 
         let written = self.write_batches(key, &plan.batches).await;
         self.metrics
@@ -142,4 +154,51 @@ impl EndpointSliceController {
                 .set(count as f64);
         }
     }
+}
+
+/// What a plan would send, one line per write, for shadow mode. An update names the endpoints
+/// it would add or remove relative to the slice the cluster holds.
+fn would_write(plan: &SlicePlan, existing: &[Arc<EndpointSlice>]) -> Vec<String> {
+    let addresses = |slice: &EndpointSlice| -> std::collections::BTreeSet<String> {
+        slice
+            .endpoints
+            .iter()
+            .map(|e| {
+                let ready = e.conditions.as_ref().and_then(|c| c.ready);
+                format!("{} ready={ready:?}", e.addresses.join(","))
+            })
+            .collect()
+    };
+    let mut lines = Vec::new();
+    for batch in &plan.batches {
+        let kind = batch.address_type.map_or("unsupported", |t| t.as_str());
+        for slice in &batch.create {
+            lines.push(format!(
+                "create {kind} EndpointSlice with {} endpoint(s)",
+                slice.endpoints.len()
+            ));
+        }
+        for slice in &batch.update {
+            let name = slice.metadata.name.as_deref().unwrap_or_default();
+            let current = existing
+                .iter()
+                .find(|s| s.metadata.name.as_deref() == Some(name));
+            let (ours, theirs) = (
+                addresses(slice),
+                current.map(|c| addresses(c)).unwrap_or_default(),
+            );
+            let added: Vec<&String> = ours.difference(&theirs).collect();
+            let removed: Vec<&String> = theirs.difference(&ours).collect();
+            lines.push(format!(
+                "update {kind} EndpointSlice {name}: endpoints to add {added:?}, to remove {removed:?}"
+            ));
+        }
+        for slice in &batch.delete {
+            lines.push(format!(
+                "delete {kind} EndpointSlice {}",
+                slice.metadata.name.as_deref().unwrap_or_default()
+            ));
+        }
+    }
+    lines
 }

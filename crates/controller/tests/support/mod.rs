@@ -89,6 +89,7 @@ pub fn options() -> Options {
         settings,
         endpoints: true,
         endpoint_slices: true,
+        shadow: None,
     }
 }
 
