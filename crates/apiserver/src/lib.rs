@@ -48,6 +48,10 @@
 //! - EndpointSlice `generation` bumps when anything outside `metadata` changes; a Service's when
 //!   its `spec` changes.
 //! - A pod without finalizers is removed at once on delete (there is no kubelet).
+//! - Garbage collection by `ownerReferences` runs inside each delete: dependents whose owners
+//!   are all gone are deleted, and `propagationPolicy` Foreground and Orphan are honoured.
+//! - [`ApiServer::apply_objects`] rewrites uid references between the loaded objects to the
+//!   uids the server assigns.
 //! - Deleting a namespace marks it Terminating, deletes its content at once, and removes it when
 //!   nothing is left; creates in it meanwhile get a 403 with cause `NamespaceTerminating`.
 //!
@@ -63,6 +67,7 @@
 mod admission;
 pub mod defaults;
 mod faults;
+mod gc;
 mod history;
 mod kubeconfig;
 mod load;

@@ -216,3 +216,33 @@ async fn kubectl_get_watch_prints_later_changes() {
         .request_counts()
         .contains_key(&("watch".to_owned(), "pods".to_owned())));
 }
+
+#[tokio::test]
+async fn kubectl_delete_svc_removes_its_endpoint_slices() {
+    let Some(k) = Kubectl::start("kubectl_delete_svc_removes_its_endpoint_slices").await else {
+        return;
+    };
+    let service = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector:\n    app: web\n  ports:\n  - port: 80\n";
+    k.run(&["create", "-f", "-"], Some(service)).await;
+    let svc = k.json(&["get", "svc", "web", "-o", "json"]).await;
+    let slice = json!({
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {"name": "web-abcde", "labels": {"kubernetes.io/service-name": "web"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web",
+                "uid": svc["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true}]},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.1"]}],
+        "ports": [{"name": "", "port": 80, "protocol": "TCP"}],
+    });
+    k.run(&["create", "-f", "-"], Some(&slice.to_string()))
+        .await;
+    k.run(&["delete", "svc", "web"], None).await;
+    // The garbage collection runs inside the delete, so the slice is gone when kubectl returns.
+    let slices = k.json(&["get", "endpointslices", "-o", "json"]).await;
+    assert_eq!(
+        slices["items"].as_array().map(Vec::len),
+        Some(0),
+        "{slices}"
+    );
+}
