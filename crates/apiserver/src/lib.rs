@@ -71,6 +71,7 @@ mod gc;
 mod history;
 mod kubeconfig;
 mod load;
+mod printers;
 mod random;
 mod resources;
 mod rest;

@@ -146,7 +146,7 @@ async fn kubectl_creates_gets_patches_status_and_deletes_a_pod() {
     k.run(&["delete", "pod", "web-1"], None).await;
     let list = k.json(&["get", "pods", "-o", "json"]).await;
     assert_eq!(list["items"].as_array().map(Vec::len), Some(0));
-    // Plain table output works too (the server returns lists, not Tables).
+    // Plain table output works too (the server answers with a Table).
     let table = k.run(&["get", "namespaces"], None).await;
     assert!(table.contains("kube-system"), "{table}");
 }
@@ -245,4 +245,158 @@ async fn kubectl_delete_svc_removes_its_endpoint_slices() {
         Some(0),
         "{slices}"
     );
+}
+
+/// The header line of `kubectl get`, split into column names (kubectl pads with 3 spaces).
+fn headers(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split("  ")
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One object of every served kind, so that each `kubectl get` prints a table.
+fn one_of_each_kind() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                "nodeInfo": {"kubeletVersion": "v1.33.0", "machineID": "", "systemUUID": "", "bootID": "",
+                    "kernelVersion": "6.1", "osImage": "Debian", "containerRuntimeVersion": "containerd://1.7",
+                    "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"}}}),
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "labels": {"app": "web"}},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1", "containerStatuses": [{"name": "c",
+                "ready": true, "restartCount": 0, "image": "nginx", "imageID": "", "state": {"running": {}}}]}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}),
+        json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
+            "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 8080}]}]}),
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-abcde", "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}],
+            "ports": [{"name": "", "port": 8080, "protocol": "TCP"}]}),
+        json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "web.1"},
+            "involvedObject": {"kind": "Service", "name": "web", "namespace": "default"},
+            "type": "Normal", "reason": "Synced", "message": "hello",
+            "firstTimestamp": "2024-01-01T00:00:00Z", "lastTimestamp": "2024-01-01T00:00:00Z", "count": 1}),
+        // The server keeps events.k8s.io events apart from core ones (kube-apiserver shares them).
+        json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "web.2"},
+            "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "c", "reportingInstance": "i",
+            "action": "Sync", "regarding": {"kind": "Service", "name": "web", "namespace": "default"},
+            "type": "Normal", "reason": "Synced", "note": "hello"}),
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "lock"},
+            "spec": {"holderIdentity": "me"}}),
+    ]
+}
+
+#[tokio::test]
+async fn kubectl_get_prints_upstream_columns_for_every_kind() {
+    let Some(k) = Kubectl::start("kubectl_get_prints_upstream_columns_for_every_kind").await else {
+        return;
+    };
+    k.server.apply_objects(one_of_each_kind()).unwrap();
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        ("namespaces", &["NAME", "STATUS", "AGE"], &[]),
+        (
+            "nodes",
+            &["NAME", "STATUS", "ROLES", "AGE", "VERSION"],
+            &[
+                "INTERNAL-IP",
+                "EXTERNAL-IP",
+                "OS-IMAGE",
+                "KERNEL-VERSION",
+                "CONTAINER-RUNTIME",
+            ],
+        ),
+        (
+            "pods",
+            &["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+            &["IP", "NODE", "NOMINATED NODE", "READINESS GATES"],
+        ),
+        (
+            "services",
+            &[
+                "NAME",
+                "TYPE",
+                "CLUSTER-IP",
+                "EXTERNAL-IP",
+                "PORT(S)",
+                "AGE",
+            ],
+            &["SELECTOR"],
+        ),
+        ("endpoints", &["NAME", "ENDPOINTS", "AGE"], &[]),
+        (
+            "endpointslices",
+            &["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"],
+            &[],
+        ),
+        ("leases", &["NAME", "HOLDER", "AGE"], &[]),
+    ];
+    for (kind, columns, wide_extra) in cases {
+        let out = k.run(&["get", kind], None).await;
+        assert_eq!(headers(&out), *columns, "kubectl get {kind}:\n{out}");
+        let wide = k.run(&["get", kind, "-o", "wide"], None).await;
+        let want: Vec<&str> = columns.iter().chain(wide_extra.iter()).copied().collect();
+        assert_eq!(headers(&wide), want, "kubectl get {kind} -o wide:\n{wide}");
+    }
+    // Events put the wide columns in between the default ones.
+    for kind in ["events", "events.events.k8s.io"] {
+        let out = k.run(&["get", kind], None).await;
+        assert_eq!(
+            headers(&out),
+            ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+            "{out}"
+        );
+        let wide = k.run(&["get", kind, "-o", "wide"], None).await;
+        assert_eq!(
+            headers(&wide),
+            [
+                "LAST SEEN",
+                "TYPE",
+                "REASON",
+                "OBJECT",
+                "SUBOBJECT",
+                "SOURCE",
+                "MESSAGE",
+                "FIRST SEEN",
+                "COUNT",
+                "NAME"
+            ],
+            "{wide}"
+        );
+        assert!(
+            out.contains("service/web") && out.contains("hello"),
+            "{out}"
+        );
+    }
+
+    let pods = k.run(&["get", "pods", "-o", "wide"], None).await;
+    let row: Vec<&str> = pods.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(
+        (row[0], row[1], row[2], row[3], row[5], row[6]),
+        ("web-1", "1/1", "Running", "0", "10.0.0.1", "n1")
+    );
+    let endpoints = k.run(&["get", "endpoints"], None).await;
+    assert!(endpoints.contains("10.0.0.1:8080"), "{endpoints}");
+    let slices = k.run(&["get", "endpointslices"], None).await;
+    let row: Vec<&str> = slices.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..4], ["web-abcde", "IPv4", "8080", "10.0.0.1"]);
+}
+
+#[tokio::test]
+async fn kubectl_get_all_lists_pods_and_services() {
+    let Some(k) = Kubectl::start("kubectl_get_all_lists_pods_and_services").await else {
+        return;
+    };
+    k.server.apply_objects(one_of_each_kind()).unwrap();
+    let out = k.run(&["get", "all"], None).await;
+    assert!(out.contains("pod/web-1"), "{out}");
+    assert!(out.contains("service/web"), "{out}");
+    assert!(!out.contains("endpointslice"), "{out}");
 }

@@ -9,6 +9,7 @@ mod discovery;
 mod openapi;
 mod patch;
 mod read;
+mod table;
 mod watch;
 mod write;
 
@@ -192,9 +193,19 @@ async fn serve(
     if let Some(error) = decision.error {
         return error.into_response();
     }
+    let table = match table::requested(&headers, &params) {
+        Ok(table) => table,
+        Err(e) => return e.into_response(),
+    };
     let result = match verb {
-        "get" => read::get(&shared, &target),
-        "list" => read::list(&shared, &target, &params),
+        "get" => match table {
+            Some(table) => table::get(&shared, &target, table),
+            None => read::get(&shared, &target),
+        },
+        "list" => match table {
+            Some(table) => table::list(&shared, &target, &params, table),
+            None => read::list(&shared, &target, &params),
+        },
         "watch" => return watch::watch(shared, target, &params),
         "create" => write::create_request(&shared, &target, &body),
         "update" => write::update_request(&shared, &target, &body),
