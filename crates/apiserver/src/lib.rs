@@ -72,6 +72,7 @@ mod history;
 mod kubeconfig;
 mod load;
 mod printers;
+mod protobuf;
 mod random;
 mod resources;
 mod rest;

@@ -400,3 +400,26 @@ async fn kubectl_get_all_lists_pods_and_services() {
     assert!(out.contains("service/web"), "{out}");
     assert!(!out.contains("endpointslice"), "{out}");
 }
+
+#[tokio::test]
+async fn kubectl_typed_creates_send_protobuf_that_the_server_reads() {
+    let Some(k) = Kubectl::start("kubectl_typed_creates_send_protobuf_that_the_server_reads").await
+    else {
+        return;
+    };
+    k.run(&["create", "namespace", "x"], None).await;
+    let ns = k.json(&["get", "namespace", "x", "-o", "json"]).await;
+    assert_eq!(ns["status"]["phase"], "Active");
+
+    k.run(
+        &["create", "service", "clusterip", "s", "--tcp=80:8080"],
+        None,
+    )
+    .await;
+    let svc = k.json(&["get", "svc", "s", "-o", "json"]).await;
+    assert_eq!(svc["spec"]["type"], "ClusterIP");
+    assert_eq!(svc["spec"]["selector"]["app"], "s");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 80);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    assert!(svc["spec"]["clusterIP"].is_string(), "{svc}");
+}
