@@ -423,3 +423,26 @@ async fn kubectl_typed_creates_send_protobuf_that_the_server_reads() {
     assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
     assert!(svc["spec"]["clusterIP"].is_string(), "{svc}");
 }
+
+#[tokio::test]
+async fn kubectl_explain_prints_field_descriptions_from_the_openapi_schemas() {
+    let Some(k) =
+        Kubectl::start("kubectl_explain_prints_field_descriptions_from_the_openapi_schemas").await
+    else {
+        return;
+    };
+    let out = k
+        .run(&["explain", "endpointslice.endpoints.conditions"], None)
+        .await;
+    assert!(out.contains("EndpointSlice"), "{out}");
+    assert!(
+        out.contains("conditions contains information about the current status of the endpoint"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ready") && out.contains("terminating"),
+        "{out}"
+    );
+    let out = k.run(&["explain", "pods.spec.nodeName"], None).await;
+    assert!(out.contains("NodeName"), "{out}");
+}

@@ -37,6 +37,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/apis/{group}", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/version", get(discovery::version))
+        .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::root))
         .route("/openapi/v3/api/{version}", get(openapi::core))
         .route("/openapi/v3/apis/{group}/{version}", get(openapi::group))
