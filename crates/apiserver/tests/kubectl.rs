@@ -446,3 +446,39 @@ async fn kubectl_explain_prints_field_descriptions_from_the_openapi_schemas() {
     let out = k.run(&["explain", "pods.spec.nodeName"], None).await;
     assert!(out.contains("NodeName"), "{out}");
 }
+
+#[tokio::test]
+async fn kubectl_get_watch_prints_table_rows_for_later_changes() {
+    let Some(k) = Kubectl::start("kubectl_get_watch_prints_table_rows_for_later_changes").await
+    else {
+        return;
+    };
+    k.run(&["create", "-f", "-"], Some(&pod_manifest("first")))
+        .await;
+    let mut child = k
+        .command(&["get", "pods", "-w", "--request-timeout=60s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let header = within("header", lines.next_line()).await.unwrap().unwrap();
+    assert_eq!(
+        headers(&header),
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    );
+    let first = within("first pod", lines.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(first.starts_with("first "), "{first}");
+    k.run(&["create", "-f", "-"], Some(&pod_manifest("second")))
+        .await;
+    let second = within("second pod", lines.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    let cells: Vec<&str> = second.split_whitespace().collect();
+    assert_eq!(&cells[..3], ["second", "0/1", "Pending"], "{second}");
+    child.kill().await.unwrap();
+}

@@ -207,7 +207,7 @@ async fn serve(
             Some(table) => table::list(&shared, &target, &params, table),
             None => read::list(&shared, &target, &params),
         },
-        "watch" => return watch::watch(shared, target, &params),
+        "watch" => return watch::watch(shared, target, &params, table),
         "create" => write::create_request(&shared, &target, &body),
         "update" => write::update_request(&shared, &target, &body),
         "patch" => patch::patch_request(&shared, &target, &headers, &body),

@@ -15,7 +15,6 @@ use crate::store::meta_str;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use serde_json::{json, Value};
-use std::sync::Arc;
 
 /// What to put in each row's `object`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,21 +119,21 @@ fn row(
     row
 }
 
-/// A Table of `objects`; `columns` is false for the watch events after the first.
-pub(crate) fn table(
+/// A Table of `objects`. Watch events carry a one-row Table each, with the columns every
+/// time: kubectl prints the header again only when the columns change.
+pub(crate) fn table<'a>(
     resource: &Resource,
-    objects: &[Arc<Value>],
+    objects: impl IntoIterator<Item = &'a Value>,
     resource_version: &str,
     request: TableRequest,
-    columns: bool,
 ) -> Value {
     let now = printers::now();
     json!({
         "kind": "Table",
         "apiVersion": request.api_version,
         "metadata": {"resourceVersion": resource_version},
-        "columnDefinitions": if columns { column_definitions(resource) } else { Vec::new() },
-        "rows": objects.iter().map(|o| row(resource, o, request, now)).collect::<Vec<_>>(),
+        "columnDefinitions": column_definitions(resource),
+        "rows": objects.into_iter().map(|o| row(resource, o, request, now)).collect::<Vec<_>>(),
     })
 }
 
@@ -155,7 +154,7 @@ pub(crate) fn get(
     let rv = meta_str(&object, "resourceVersion")
         .unwrap_or_default()
         .to_owned();
-    let body = table(target.resource, &[object], &rv, request, true);
+    let body = table(target.resource, [object.as_ref()], &rv, request);
     Ok(object_response(StatusCode::OK, &body))
 }
 
@@ -168,7 +167,12 @@ pub(crate) fn list(
 ) -> Result<Response, ApiError> {
     let selection = Selection::from_params(params)?;
     let (items, rv) = select(shared, target, &selection);
-    let body = table(target.resource, &items, &rv.to_string(), request, true);
+    let body = table(
+        target.resource,
+        items.iter().map(AsRef::as_ref),
+        &rv.to_string(),
+        request,
+    );
     Ok(object_response(StatusCode::OK, &body))
 }
 
