@@ -3,8 +3,10 @@
 //! It speaks the part of the Kubernetes REST API that the Endpoints and EndpointSlice
 //! controllers and kubectl use, for namespaces, nodes, pods, services, endpoints,
 //! endpointslices, events (core and `events.k8s.io`) and leases: discovery, get, list and
-//! watch with selectors, create, update, the status subresource, four patch formats, delete
-//! with finalizers, and the namespace lifecycle. It is a test and development server, not a
+//! watch with selectors (also as kubectl's server-side Tables), create, update, the status
+//! subresource, four patch formats, delete with finalizers and garbage collection, the
+//! namespace lifecycle, and OpenAPI v3 and v2 schemas. Request bodies are JSON, or protobuf
+//! for namespaces and services (kubectl's typed creates). It is a test and development server, not a
 //! control plane: there is no authentication, admission webhooks, field management or
 //! persistence.
 //!
