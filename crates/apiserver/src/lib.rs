@@ -3,8 +3,10 @@
 //! It speaks the part of the Kubernetes REST API that the Endpoints and EndpointSlice
 //! controllers and kubectl use, for namespaces, nodes, pods, services, endpoints,
 //! endpointslices, events (core and `events.k8s.io`) and leases: discovery, get, list and
-//! watch with selectors, create, update, the status subresource, four patch formats, delete
-//! with finalizers, and the namespace lifecycle. It is a test and development server, not a
+//! watch with selectors (also as kubectl's server-side Tables), create, update, the status
+//! subresource, four patch formats, delete with finalizers and garbage collection, the
+//! namespace lifecycle, and OpenAPI v3 and v2 schemas. Request bodies are JSON, or protobuf
+//! for namespaces and services (kubectl's typed creates). It is a test and development server, not a
 //! control plane: there is no authentication, admission webhooks, field management or
 //! persistence.
 //!
@@ -48,6 +50,10 @@
 //! - EndpointSlice `generation` bumps when anything outside `metadata` changes; a Service's when
 //!   its `spec` changes.
 //! - A pod without finalizers is removed at once on delete (there is no kubelet).
+//! - Garbage collection by `ownerReferences` runs inside each delete: dependents whose owners
+//!   are all gone are deleted, and `propagationPolicy` Foreground and Orphan are honoured.
+//! - [`ApiServer::apply_objects`] rewrites uid references between the loaded objects to the
+//!   uids the server assigns.
 //! - Deleting a namespace marks it Terminating, deletes its content at once, and removes it when
 //!   nothing is left; creates in it meanwhile get a 403 with cause `NamespaceTerminating`.
 //!
@@ -63,9 +69,12 @@
 mod admission;
 pub mod defaults;
 mod faults;
+mod gc;
 mod history;
 mod kubeconfig;
 mod load;
+mod printers;
+mod protobuf;
 mod random;
 mod request_log;
 mod resources;

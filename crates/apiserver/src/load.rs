@@ -4,7 +4,10 @@
 //! order; then the status of nodes and pods written through the status subresource (create
 //! ignores a pod's status, and there is no kubelet to write it); then objects that carry a
 //! `deletionTimestamp` deleted after being created with a finalizer, so they stay terminating.
-//! This module does the same against the embedded store.
+//! This module does the same against the embedded store. The server assigns new uids, so
+//! references between the loaded objects are rewritten to them (see `uids`).
+
+mod uids;
 
 use crate::resources::{self, Resource};
 use crate::rest::{create, delete, update, DeleteOptions};
@@ -12,6 +15,7 @@ use crate::state::{Cluster, Shared};
 use crate::status::ApiError;
 use crate::store::{meta_str, remove_meta, set_meta};
 use serde_json::{json, Value};
+use uids::{remap_references, UidMap};
 
 /// The finalizer that keeps loaded objects with a `deletionTimestamp` terminating.
 pub const HOLD_FINALIZER: &str = "kube-endpoints.dev/hold-terminating";
@@ -56,6 +60,8 @@ struct Loaded {
     name: String,
     status: Option<Value>,
     delete: Option<DeleteOptions>,
+    /// The uid the input gave the object, if any.
+    input_uid: Option<String>,
 }
 
 impl Loaded {
@@ -69,7 +75,12 @@ impl Loaded {
     }
 }
 
-fn create_one(cluster: &mut Cluster, index: usize, mut object: Value) -> Result<Loaded, LoadError> {
+fn create_one(
+    cluster: &mut Cluster,
+    index: usize,
+    mut object: Value,
+    uids: &mut UidMap,
+) -> Result<Loaded, LoadError> {
     let api_version = object
         .get("apiVersion")
         .and_then(Value::as_str)
@@ -119,8 +130,12 @@ fn create_one(cluster: &mut Cluster, index: usize, mut object: Value) -> Result<
                 ..DeleteOptions::default()
             }
         });
+    let input_uid = remove_meta(&mut object, "uid")
+        .and_then(|uid| uid.as_str().map(str::to_owned))
+        .filter(|uid| !uid.is_empty());
+    // References to objects loaded earlier are rewritten now; later ones after the last create.
+    remap_references(&mut object, uids);
     for server_owned in [
-        "uid",
         "resourceVersion",
         "creationTimestamp",
         "generation",
@@ -134,21 +149,56 @@ fn create_one(cluster: &mut Cluster, index: usize, mut object: Value) -> Result<
         name: meta_str(&object, "name").unwrap_or_default().to_owned(),
         status,
         delete,
+        input_uid,
     };
     // The built-in namespaces (default, kube-system, ...) exist from the start; a manifest
     // that lists them, as a dump of a real cluster does, loads fine.
-    if std::ptr::eq(resource, resources::namespaces())
-        && cluster
-            .store
-            .get(resource, &namespace, &loaded.name)
-            .is_some()
-    {
-        return Ok(loaded);
+    let existing = std::ptr::eq(resource, resources::namespaces())
+        .then(|| {
+            cluster
+                .store
+                .get(resource, &namespace, &loaded.name)
+                .cloned()
+        })
+        .flatten();
+    let stored = match existing {
+        Some(existing) => existing,
+        None => {
+            let ns = resource.namespaced.then_some(namespace.as_str());
+            let created = create(cluster, resource, ns, object).map_err(|e| loaded.rejected(e))?;
+            loaded.name = meta_str(&created, "name").unwrap_or_default().to_owned();
+            created
+        }
+    };
+    if let (Some(old), Some(new)) = (&loaded.input_uid, meta_str(&stored, "uid")) {
+        uids.entry(old.clone()).or_insert_with(|| new.to_owned());
     }
-    let ns = resource.namespaced.then_some(namespace.as_str());
-    let created = create(cluster, resource, ns, object).map_err(|e| loaded.rejected(e))?;
-    loaded.name = meta_str(&created, "name").unwrap_or_default().to_owned();
     Ok(loaded)
+}
+
+/// Rewrites the references that point at objects created after the one holding them. The
+/// stored object is replaced as is, without admission: the rewrite is part of loading, so it
+/// must not bump a generation the way a change by a client would.
+fn remap_forward_references(cluster: &mut Cluster, loaded: &[Loaded], uids: &UidMap) {
+    for item in loaded {
+        let Some(stored) = cluster
+            .store
+            .get(item.resource, &item.namespace, &item.name)
+        else {
+            continue;
+        };
+        // Only owner references and the targetRefs of Endpoints, slices and Events can point
+        // at loaded objects; most objects (pods, by the thousand) have neither.
+        let may_refer = stored.pointer("/metadata/ownerReferences").is_some()
+            || matches!(item.resource.plural, "endpoints" | "endpointslices" | "events");
+        if !may_refer {
+            continue;
+        }
+        let mut object = (**stored).clone();
+        if remap_references(&mut object, uids) {
+            cluster.store.update(item.resource, object);
+        }
+    }
 }
 
 /// What a lenient load did.
@@ -191,14 +241,16 @@ fn load(shared: &Shared, objects: Vec<Value>, lenient: bool) -> Result<LoadRepor
             }
             Err(e) => Err(e),
         };
+        let mut uids = UidMap::new();
         for (index, object) in objects.into_iter().enumerate() {
-            match create_one(cluster, index, object) {
+            match create_one(cluster, index, object, &mut uids) {
                 Ok(item) => loaded.push(item),
                 Err(e) => {
                     keep(Err(e), &mut report)?;
                 }
             }
         }
+        remap_forward_references(cluster, &loaded, &uids);
         let mut refused = vec![false; loaded.len()];
         for (i, item) in loaded.iter().enumerate() {
             let Some(status) = &item.status else { continue };

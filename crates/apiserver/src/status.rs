@@ -180,6 +180,11 @@ impl ApiError {
         .with_details(json!({}))
     }
 
+    /// 415 for a request body in an encoding the server cannot read for this resource.
+    pub fn unsupported_body(message: impl Into<String>) -> Self {
+        Self::new(415, "UnsupportedMediaType", message)
+    }
+
     /// 415 for a patch type the server does not know.
     pub fn unsupported_media_type(content_type: &str) -> Self {
         Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json; got {content_type:?}"))

@@ -8,7 +8,7 @@
 use crate::history::{Change, EventType, History};
 use crate::resources::Resource;
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
@@ -48,10 +48,24 @@ fn key_of(object: &Value) -> ObjectKey {
     )
 }
 
+/// The uids an object names in its `ownerReferences`.
+fn owner_uids(object: &Value) -> impl Iterator<Item = &str> {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str))
+}
+
 /// The stored objects and their history.
 #[derive(Debug, Clone)]
 pub struct Store {
     objects: BTreeMap<ResourceKey, BTreeMap<ObjectKey, Arc<Value>>>,
+    /// Owner uid to the objects whose `ownerReferences` name it, so the garbage collector finds
+    /// an owner's dependents without scanning the store on every delete.
+    dependents: BTreeMap<String, BTreeSet<(ResourceKey, ObjectKey)>>,
     resource_version: u64,
     history: History,
 }
@@ -61,6 +75,7 @@ impl Store {
     pub fn new(window: usize) -> Self {
         Self {
             objects: BTreeMap::new(),
+            dependents: BTreeMap::new(),
             resource_version: 0,
             history: History::new(window),
         }
@@ -115,6 +130,43 @@ impl Store {
         found
     }
 
+    /// The objects whose `ownerReferences` name `uid`, as `(resource, object)`, in store order.
+    pub fn dependents_of(&self, uid: &str) -> Vec<(&'static Resource, &Arc<Value>)> {
+        let Some(keys) = self.dependents.get(uid) else {
+            return Vec::new();
+        };
+        keys.iter()
+            .filter_map(|((group, plural), (namespace, name))| {
+                let resource = crate::resources::RESOURCES
+                    .iter()
+                    .find(|r| r.group == *group && r.plural == *plural)?;
+                Some((resource, self.get(resource, namespace, name)?))
+            })
+            .collect()
+    }
+
+    /// Keeps the dependents index in step with one object replacing another.
+    fn index_owners(&mut self, resource: &Resource, old: Option<&Value>, new: Option<&Value>) {
+        let Some(key) = new.or(old).map(key_of) else {
+            return;
+        };
+        let entry = ((resource.group, resource.plural), key);
+        for uid in old.into_iter().flat_map(owner_uids) {
+            if let Some(set) = self.dependents.get_mut(uid) {
+                set.remove(&entry);
+                if set.is_empty() {
+                    self.dependents.remove(uid);
+                }
+            }
+        }
+        for uid in new.into_iter().flat_map(owner_uids) {
+            self.dependents
+                .entry(uid.to_owned())
+                .or_default()
+                .insert(entry.clone());
+        }
+    }
+
     fn next_version(&mut self, object: &mut Value) -> u64 {
         self.resource_version += 1;
         set_meta(
@@ -129,10 +181,12 @@ impl Store {
     pub fn create(&mut self, resource: &'static Resource, mut object: Value) -> Arc<Value> {
         let rv = self.next_version(&mut object);
         let object = Arc::new(object);
-        self.objects
+        let replaced = self
+            .objects
             .entry((resource.group, resource.plural))
             .or_default()
             .insert(key_of(&object), object.clone());
+        self.index_owners(resource, replaced.as_deref(), Some(&object));
         self.history.push(Change {
             resource_version: rv,
             resource,
@@ -152,6 +206,7 @@ impl Store {
             .entry((resource.group, resource.plural))
             .or_default()
             .insert(key_of(&object), object.clone());
+        self.index_owners(resource, previous.as_deref(), Some(&object));
         self.history.push(Change {
             resource_version: rv,
             resource,
@@ -174,6 +229,7 @@ impl Store {
             .objects
             .get_mut(&(resource.group, resource.plural))?
             .remove(&(namespace.to_owned(), name.to_owned()))?;
+        self.index_owners(resource, Some(&removed), None);
         let mut object = Arc::unwrap_or_clone(removed);
         let rv = self.next_version(&mut object);
         let object = Arc::new(object);
@@ -222,5 +278,19 @@ mod tests {
         assert_eq!(names, vec!["x", "z"]);
         assert_eq!(store.list(pods, None).count(), 3);
         assert_eq!(store.contents_of("a").len(), 1);
+    }
+
+    #[test]
+    fn dependents_index_follows_owner_references_through_updates_and_removal() {
+        let mut store = Store::new(100);
+        let pods = find("", "v1", "pods").unwrap();
+        let owned = |uid: &str| json!({"metadata": {"name": "p", "namespace": "d", "ownerReferences": [{"uid": uid}]}});
+        store.create(pods, owned("a"));
+        assert_eq!(store.dependents_of("a").len(), 1);
+        store.update(pods, owned("b"));
+        assert!(store.dependents_of("a").is_empty());
+        assert_eq!(store.dependents_of("b").len(), 1);
+        store.remove(pods, "d", "p");
+        assert!(store.dependents_of("b").is_empty());
     }
 }

@@ -146,7 +146,7 @@ async fn kubectl_creates_gets_patches_status_and_deletes_a_pod() {
     k.run(&["delete", "pod", "web-1"], None).await;
     let list = k.json(&["get", "pods", "-o", "json"]).await;
     assert_eq!(list["items"].as_array().map(Vec::len), Some(0));
-    // Plain table output works too (the server returns lists, not Tables).
+    // Plain table output works too (the server answers with a Table).
     let table = k.run(&["get", "namespaces"], None).await;
     assert!(table.contains("kube-system"), "{table}");
 }
@@ -215,4 +215,270 @@ async fn kubectl_get_watch_prints_later_changes() {
         .server
         .request_counts()
         .contains_key(&("watch".to_owned(), "pods".to_owned())));
+}
+
+#[tokio::test]
+async fn kubectl_delete_svc_removes_its_endpoint_slices() {
+    let Some(k) = Kubectl::start("kubectl_delete_svc_removes_its_endpoint_slices").await else {
+        return;
+    };
+    let service = "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  selector:\n    app: web\n  ports:\n  - port: 80\n";
+    k.run(&["create", "-f", "-"], Some(service)).await;
+    let svc = k.json(&["get", "svc", "web", "-o", "json"]).await;
+    let slice = json!({
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {"name": "web-abcde", "labels": {"kubernetes.io/service-name": "web"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web",
+                "uid": svc["metadata"]["uid"], "controller": true, "blockOwnerDeletion": true}]},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.1"]}],
+        "ports": [{"name": "", "port": 80, "protocol": "TCP"}],
+    });
+    k.run(&["create", "-f", "-"], Some(&slice.to_string()))
+        .await;
+    k.run(&["delete", "svc", "web"], None).await;
+    // The garbage collection runs inside the delete, so the slice is gone when kubectl returns.
+    let slices = k.json(&["get", "endpointslices", "-o", "json"]).await;
+    assert_eq!(
+        slices["items"].as_array().map(Vec::len),
+        Some(0),
+        "{slices}"
+    );
+}
+
+/// The header line of `kubectl get`, split into column names (kubectl pads with 3 spaces).
+fn headers(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split("  ")
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One object of every served kind, so that each `kubectl get` prints a table.
+fn one_of_each_kind() -> Vec<Value> {
+    vec![
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                "nodeInfo": {"kubeletVersion": "v1.33.0", "machineID": "", "systemUUID": "", "bootID": "",
+                    "kernelVersion": "6.1", "osImage": "Debian", "containerRuntimeVersion": "containerd://1.7",
+                    "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"}}}),
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-1", "labels": {"app": "web"}},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1", "containerStatuses": [{"name": "c",
+                "ready": true, "restartCount": 0, "image": "nginx", "imageID": "", "state": {"running": {}}}]}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}}),
+        json!({"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "web"},
+            "subsets": [{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 8080}]}]}),
+        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-abcde", "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}],
+            "ports": [{"name": "", "port": 8080, "protocol": "TCP"}]}),
+        json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "web.1"},
+            "involvedObject": {"kind": "Service", "name": "web", "namespace": "default"},
+            "type": "Normal", "reason": "Synced", "message": "hello",
+            "firstTimestamp": "2024-01-01T00:00:00Z", "lastTimestamp": "2024-01-01T00:00:00Z", "count": 1}),
+        // The server keeps events.k8s.io events apart from core ones (kube-apiserver shares them).
+        json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "web.2"},
+            "eventTime": "2024-01-01T00:00:00.000000Z", "reportingController": "c", "reportingInstance": "i",
+            "action": "Sync", "regarding": {"kind": "Service", "name": "web", "namespace": "default"},
+            "type": "Normal", "reason": "Synced", "note": "hello"}),
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "lock"},
+            "spec": {"holderIdentity": "me"}}),
+    ]
+}
+
+#[tokio::test]
+async fn kubectl_get_prints_upstream_columns_for_every_kind() {
+    let Some(k) = Kubectl::start("kubectl_get_prints_upstream_columns_for_every_kind").await else {
+        return;
+    };
+    k.server.apply_objects(one_of_each_kind()).unwrap();
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        ("namespaces", &["NAME", "STATUS", "AGE"], &[]),
+        (
+            "nodes",
+            &["NAME", "STATUS", "ROLES", "AGE", "VERSION"],
+            &[
+                "INTERNAL-IP",
+                "EXTERNAL-IP",
+                "OS-IMAGE",
+                "KERNEL-VERSION",
+                "CONTAINER-RUNTIME",
+            ],
+        ),
+        (
+            "pods",
+            &["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+            &["IP", "NODE", "NOMINATED NODE", "READINESS GATES"],
+        ),
+        (
+            "services",
+            &[
+                "NAME",
+                "TYPE",
+                "CLUSTER-IP",
+                "EXTERNAL-IP",
+                "PORT(S)",
+                "AGE",
+            ],
+            &["SELECTOR"],
+        ),
+        ("endpoints", &["NAME", "ENDPOINTS", "AGE"], &[]),
+        (
+            "endpointslices",
+            &["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"],
+            &[],
+        ),
+        ("leases", &["NAME", "HOLDER", "AGE"], &[]),
+    ];
+    for (kind, columns, wide_extra) in cases {
+        let out = k.run(&["get", kind], None).await;
+        assert_eq!(headers(&out), *columns, "kubectl get {kind}:\n{out}");
+        let wide = k.run(&["get", kind, "-o", "wide"], None).await;
+        let want: Vec<&str> = columns.iter().chain(wide_extra.iter()).copied().collect();
+        assert_eq!(headers(&wide), want, "kubectl get {kind} -o wide:\n{wide}");
+    }
+    // Events put the wide columns in between the default ones.
+    for kind in ["events", "events.events.k8s.io"] {
+        let out = k.run(&["get", kind], None).await;
+        assert_eq!(
+            headers(&out),
+            ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"],
+            "{out}"
+        );
+        let wide = k.run(&["get", kind, "-o", "wide"], None).await;
+        assert_eq!(
+            headers(&wide),
+            [
+                "LAST SEEN",
+                "TYPE",
+                "REASON",
+                "OBJECT",
+                "SUBOBJECT",
+                "SOURCE",
+                "MESSAGE",
+                "FIRST SEEN",
+                "COUNT",
+                "NAME"
+            ],
+            "{wide}"
+        );
+        assert!(
+            out.contains("service/web") && out.contains("hello"),
+            "{out}"
+        );
+    }
+
+    let pods = k.run(&["get", "pods", "-o", "wide"], None).await;
+    let row: Vec<&str> = pods.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(
+        (row[0], row[1], row[2], row[3], row[5], row[6]),
+        ("web-1", "1/1", "Running", "0", "10.0.0.1", "n1")
+    );
+    let endpoints = k.run(&["get", "endpoints"], None).await;
+    assert!(endpoints.contains("10.0.0.1:8080"), "{endpoints}");
+    let slices = k.run(&["get", "endpointslices"], None).await;
+    let row: Vec<&str> = slices.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..4], ["web-abcde", "IPv4", "8080", "10.0.0.1"]);
+}
+
+#[tokio::test]
+async fn kubectl_get_all_lists_pods_and_services() {
+    let Some(k) = Kubectl::start("kubectl_get_all_lists_pods_and_services").await else {
+        return;
+    };
+    k.server.apply_objects(one_of_each_kind()).unwrap();
+    let out = k.run(&["get", "all"], None).await;
+    assert!(out.contains("pod/web-1"), "{out}");
+    assert!(out.contains("service/web"), "{out}");
+    assert!(!out.contains("endpointslice"), "{out}");
+}
+
+#[tokio::test]
+async fn kubectl_typed_creates_send_protobuf_that_the_server_reads() {
+    let Some(k) = Kubectl::start("kubectl_typed_creates_send_protobuf_that_the_server_reads").await
+    else {
+        return;
+    };
+    k.run(&["create", "namespace", "x"], None).await;
+    let ns = k.json(&["get", "namespace", "x", "-o", "json"]).await;
+    assert_eq!(ns["status"]["phase"], "Active");
+
+    k.run(
+        &["create", "service", "clusterip", "s", "--tcp=80:8080"],
+        None,
+    )
+    .await;
+    let svc = k.json(&["get", "svc", "s", "-o", "json"]).await;
+    assert_eq!(svc["spec"]["type"], "ClusterIP");
+    assert_eq!(svc["spec"]["selector"]["app"], "s");
+    assert_eq!(svc["spec"]["ports"][0]["port"], 80);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    assert!(svc["spec"]["clusterIP"].is_string(), "{svc}");
+}
+
+#[tokio::test]
+async fn kubectl_explain_prints_field_descriptions_from_the_openapi_schemas() {
+    let Some(k) =
+        Kubectl::start("kubectl_explain_prints_field_descriptions_from_the_openapi_schemas").await
+    else {
+        return;
+    };
+    let out = k
+        .run(&["explain", "endpointslice.endpoints.conditions"], None)
+        .await;
+    assert!(out.contains("EndpointSlice"), "{out}");
+    assert!(
+        out.contains("conditions contains information about the current status of the endpoint"),
+        "{out}"
+    );
+    assert!(
+        out.contains("ready") && out.contains("terminating"),
+        "{out}"
+    );
+    let out = k.run(&["explain", "pods.spec.nodeName"], None).await;
+    assert!(out.contains("NodeName"), "{out}");
+}
+
+#[tokio::test]
+async fn kubectl_get_watch_prints_table_rows_for_later_changes() {
+    let Some(k) = Kubectl::start("kubectl_get_watch_prints_table_rows_for_later_changes").await
+    else {
+        return;
+    };
+    k.run(&["create", "-f", "-"], Some(&pod_manifest("first")))
+        .await;
+    let mut child = k
+        .command(&["get", "pods", "-w", "--request-timeout=60s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let header = within("header", lines.next_line()).await.unwrap().unwrap();
+    assert_eq!(
+        headers(&header),
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    );
+    let first = within("first pod", lines.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(first.starts_with("first "), "{first}");
+    k.run(&["create", "-f", "-"], Some(&pod_manifest("second")))
+        .await;
+    let second = within("second pod", lines.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    let cells: Vec<&str> = second.split_whitespace().collect();
+    assert_eq!(&cells[..3], ["second", "0/1", "Pending"], "{second}");
+    child.kill().await.unwrap();
 }

@@ -29,6 +29,18 @@ fn verbs(subresource: bool) -> Value {
     }
 }
 
+/// The resources in kube-apiserver's `all` category that this server serves, so that
+/// `kubectl get all` lists them.
+const CATEGORY_ALL: &[(&str, &str)] = &[("", "pods"), ("", "services")];
+
+fn categories(r: &Resource) -> Vec<&'static str> {
+    if CATEGORY_ALL.contains(&(r.group, r.plural)) {
+        vec!["all"]
+    } else {
+        Vec::new()
+    }
+}
+
 fn resource_entries(group: &str, version: &str) -> Vec<Value> {
     let mut entries = Vec::new();
     for r in RESOURCES
@@ -36,6 +48,7 @@ fn resource_entries(group: &str, version: &str) -> Vec<Value> {
         .filter(|r| r.group == group && r.version == version)
     {
         entries.push(json!({
+            "categories": categories(r),
             "name": r.plural,
             "singularName": r.singular,
             "namespaced": r.namespaced,

@@ -9,6 +9,7 @@ mod discovery;
 mod openapi;
 mod patch;
 mod read;
+mod table;
 mod watch;
 mod write;
 
@@ -37,6 +38,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/apis/{group}", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/version", get(discovery::version))
+        .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::root))
         .route("/openapi/v3/api/{version}", get(openapi::core))
         .route("/openapi/v3/apis/{group}/{version}", get(openapi::group))
@@ -193,11 +195,21 @@ async fn serve(
     if let Some(error) = decision.error {
         return error.into_response();
     }
+    let table = match table::requested(&headers, &params) {
+        Ok(table) => table,
+        Err(e) => return e.into_response(),
+    };
     let result = match verb {
-        "get" => read::get(&shared, &target),
-        "list" => read::list(&shared, &target, &params),
+        "get" => match table {
+            Some(table) => table::get(&shared, &target, table),
+            None => read::get(&shared, &target),
+        },
+        "list" => match table {
+            Some(table) => table::list(&shared, &target, &params, table),
+            None => read::list(&shared, &target, &params),
+        },
         "watch" => {
-            let response = watch::watch(shared.clone(), target.clone(), &params);
+            let response = watch::watch(shared.clone(), target.clone(), &params, table);
             return log_request(&shared, verb, &target, response).await;
         }
         "create" => write::create_request(&shared, &target, &body),

@@ -7,6 +7,7 @@
 //! a fault closes it. Bookmarks carry the latest resourceVersion when the client asks for them.
 
 use super::read::{select, Selection};
+use super::table::{self, TableRequest};
 use super::{flag, Params, Target};
 use crate::history::{Change, EventType};
 use crate::state::Shared;
@@ -42,9 +43,22 @@ fn expired_event(error: &ApiError) -> Bytes {
 struct Filter {
     target: Target,
     selection: Selection,
+    table: Option<TableRequest>,
 }
 
 impl Filter {
+    /// One event line, its object turned into a Table row when the watch asked for Tables.
+    fn encode(&self, kind: &str, object: &Value) -> Bytes {
+        match self.table {
+            Some(request) => {
+                let rv = crate::store::meta_str(object, "resourceVersion").unwrap_or_default();
+                let table = table::table(self.target.resource, [object], rv, request);
+                encode(kind, &table)
+            }
+            None => encode(kind, object),
+        }
+    }
+
     fn in_scope(&self, object: &Value) -> bool {
         match &self.target.namespace {
             Some(ns) => crate::store::meta_str(object, "namespace") == Some(ns.as_str()),
@@ -81,7 +95,14 @@ impl Filter {
 }
 
 /// Starts a watch and returns the streaming response.
-pub(crate) fn watch(shared: Arc<Shared>, target: Target, params: &Params) -> Response {
+/// Watches a collection; with `table`, each event's object is a one-row Table, as kubectl
+/// asks for when it prints `get -w`.
+pub(crate) fn watch(
+    shared: Arc<Shared>,
+    target: Target,
+    params: &Params,
+    table: Option<TableRequest>,
+) -> Response {
     let selection = match Selection::from_params(params) {
         Ok(s) => s,
         Err(e) => return e.into_response(),
@@ -103,7 +124,11 @@ pub(crate) fn watch(shared: Arc<Shared>, target: Target, params: &Params) -> Res
     };
     let bookmarks = flag(params, "allowWatchBookmarks");
     let label = target.label();
-    let filter = Filter { target, selection };
+    let filter = Filter {
+        target,
+        selection,
+        table,
+    };
     let (tx, mut rx) = mpsc::channel::<Bytes>(256);
     let forced_expiry = shared.faults.take_forced_expiry(&label);
     tokio::spawn(async move {
@@ -176,7 +201,7 @@ async fn run(
         None => {
             let (items, rv) = select(&shared, &filter.target, &filter.selection);
             for item in &items {
-                if out.send(encode("ADDED", item)).await.is_err() {
+                if out.send(filter.encode("ADDED", item)).await.is_err() {
                     return;
                 }
             }
@@ -241,7 +266,7 @@ async fn drain(
         .map_err(|e| Stop::Expired(ApiError::expired(e.requested, e.oldest)))?;
     for change in changes {
         if let Some((kind, object)) = filter.event_for(&change) {
-            out.send(encode(kind, object)).await?;
+            out.send(filter.encode(kind, object)).await?;
         }
         *last = change.resource_version;
     }

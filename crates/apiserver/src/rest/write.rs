@@ -13,6 +13,7 @@ use crate::admission::{
     check_namespace, has_finalizers, is_terminating, parse_body, prepare_create, prepare_update,
     PROTECTED_NAMESPACES,
 };
+use crate::gc::{self, Propagation};
 use crate::resources::{self, Resource};
 use crate::state::{Cluster, Shared};
 use crate::status::ApiError;
@@ -86,7 +87,7 @@ pub(crate) fn update(
             .store
             .remove(resource, namespace, name)
             .ok_or_else(|| ApiError::not_found(resource, name))?;
-        after_removal(cluster, resource, namespace);
+        after_removal(cluster, resource, &removed);
         return Ok((removed, false));
     }
     Ok((cluster.store.update(resource, new), false))
@@ -98,6 +99,7 @@ pub(crate) struct DeleteOptions {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     pub grace_period_seconds: Option<i64>,
+    pub propagation: Propagation,
 }
 
 impl DeleteOptions {
@@ -112,6 +114,15 @@ impl DeleteOptions {
             options.uid = text(pre.and_then(|p| p.get("uid")));
             options.resource_version = text(pre.and_then(|p| p.get("resourceVersion")));
             options.grace_period_seconds = value.get("gracePeriodSeconds").and_then(Value::as_i64);
+            if value.get("orphanDependents").and_then(Value::as_bool) == Some(true) {
+                options.propagation = Propagation::Orphan;
+            }
+            if let Some(policy) = value.get("propagationPolicy").and_then(Value::as_str) {
+                options.propagation = parse_propagation(policy)?;
+            }
+        }
+        if let Some(policy) = params.get("propagationPolicy") {
+            options.propagation = parse_propagation(policy)?;
         }
         if let Some(grace) = params.get("gracePeriodSeconds") {
             let grace = grace.parse().map_err(|_| {
@@ -121,6 +132,14 @@ impl DeleteOptions {
         }
         Ok(options)
     }
+}
+
+fn parse_propagation(policy: &str) -> Result<Propagation, ApiError> {
+    Propagation::parse(policy).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "unsupported propagationPolicy {policy:?}, only Background, Foreground or Orphan"
+        ))
+    })
 }
 
 /// How long a pod on a node is given to terminate, which sets its `deletionTimestamp`.
@@ -174,12 +193,20 @@ pub(crate) fn delete(
     if std::ptr::eq(resource, resources::namespaces()) {
         return delete_namespace(cluster, name, old);
     }
+    let mut old = old;
+    match options.propagation {
+        Propagation::Orphan => gc::orphan_dependents(cluster, &old),
+        Propagation::Foreground if !is_terminating(&old) => {
+            gc::add_foreground_finalizer(Arc::make_mut(&mut old));
+        }
+        Propagation::Foreground | Propagation::Background => {}
+    }
     if !has_finalizers(&old) {
         let removed = cluster
             .store
             .remove(resource, namespace, name)
             .ok_or_else(|| ApiError::not_found(resource, name))?;
-        after_removal(cluster, resource, namespace);
+        after_removal(cluster, resource, &removed);
         return Ok((removed, true));
     }
     if is_terminating(&old) {
@@ -200,7 +227,15 @@ pub(crate) fn delete(
     {
         set_meta(&mut marked, "generation", json!(generation + 1));
     }
-    Ok((cluster.store.update(resource, marked), false))
+    let marked = cluster.store.update(resource, marked);
+    if options.propagation == Propagation::Foreground {
+        gc::after_foreground_mark(cluster, resource, &marked);
+        return Ok(match cluster.store.get(resource, namespace, name) {
+            Some(current) => (current.clone(), false),
+            None => (marked, true),
+        });
+    }
+    Ok((marked, false))
 }
 
 fn delete_namespace(
@@ -230,8 +265,13 @@ fn delete_namespace(
     }
     // The namespace controller's work, done at once: delete everything inside.
     for (resource, object) in cluster.store.contents_of(name) {
-        if let Err(e) = delete(cluster, resource, name, &object, &DeleteOptions::default()) {
-            tracing::warn!(namespace = name, object, error = %e, "deleting namespace content failed");
+        match delete(cluster, resource, name, &object, &DeleteOptions::default()) {
+            // The garbage collector may have taken it with its owner already.
+            Ok(_) => {}
+            Err(e) if e.code() == 404 => {}
+            Err(e) => {
+                tracing::warn!(namespace = name, object, error = %e, "deleting namespace content failed")
+            }
         }
     }
     finish_namespace(cluster, name);
@@ -253,10 +293,12 @@ fn finish_namespace(cluster: &mut Cluster, namespace: &str) {
     }
 }
 
-/// After a deletion completed: a namespace waiting for its content may now be empty.
-fn after_removal(cluster: &mut Cluster, resource: &Resource, namespace: &str) {
+/// After a deletion completed: the garbage collector sees to the removed object's dependents,
+/// and a namespace waiting for its content may now be empty.
+fn after_removal(cluster: &mut Cluster, resource: &Resource, removed: &Value) {
+    gc::after_removal(cluster, removed);
     if resource.namespaced {
-        finish_namespace(cluster, namespace);
+        finish_namespace(cluster, meta_str(removed, "namespace").unwrap_or_default());
     }
 }
 

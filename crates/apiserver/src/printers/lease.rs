@@ -1,0 +1,25 @@
+//! NAME HOLDER AGE for leases.
+
+use super::{column, created, name, Column, AGE, NAME};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
+
+pub(super) const COLUMNS: &[Column] = &[
+    NAME,
+    column("Holder", "The identity of the current holder of the lease."),
+    AGE,
+];
+
+pub(super) fn cells(lease: &Lease, now: Timestamp) -> Vec<Value> {
+    let holder = lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.clone())
+        .unwrap_or_default();
+    vec![
+        name(&lease.metadata),
+        Value::from(holder),
+        Value::from(created(&lease.metadata, now)),
+    ]
+}
