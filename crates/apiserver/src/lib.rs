@@ -75,6 +75,7 @@ mod status;
 mod store;
 mod strategic_merge;
 mod transport;
+mod validation;
 
 pub use faults::{FaultResponse, Faults};
 pub use load::{LoadError, HOLD_FINALIZER};
