@@ -40,7 +40,9 @@
 //!
 //! - One resourceVersion counter for all kinds; every write bumps it. Watches replay from a
 //!   bounded history ([`Config::history_window`]) and answer an older resourceVersion with an
-//!   ERROR event holding a 410 `Expired` Status.
+//!   ERROR event holding a 410 `Expired` Status. A list or watch from a resourceVersion the
+//!   server has not reached gets kube-apiserver's "Too large resource version" (504 `Timeout`,
+//!   cause `ResourceVersionTooLarge`; for a watch, as its only ERROR event).
 //! - Like kube-apiserver, creating a pod or service ignores its `status`; write status through
 //!   the `/status` subresource, or load objects with [`ApiServer::apply_objects`], which does it.
 //! - Services and pods are defaulted as the real server does ([`defaults`]): ClusterIPs are
