@@ -67,6 +67,7 @@ pub mod defaults;
 mod faults;
 mod history;
 mod kubeconfig;
+pub mod limits;
 mod load;
 mod random;
 mod resources;
