@@ -49,6 +49,9 @@
 //!   allocated, port protocols filled in, an empty selector stored as none.
 //! - EndpointSlice `generation` bumps when anything outside `metadata` changes; a Service's when
 //!   its `spec` changes.
+//! - Objects are validated as kube-apiserver validates the fields the controllers use; a
+//!   refused write gets a 422 `Invalid` Status naming each field. Request bodies over 3 MiB
+//!   get a 413, bodies nested deeper than 128 levels a 400 ([`limits`]).
 //! - A pod without finalizers is removed at once on delete (there is no kubelet).
 //! - Deleting a namespace marks it Terminating, deletes its content at once, and removes it when
 //!   nothing is left; creates in it meanwhile get a 403 with cause `NamespaceTerminating`.

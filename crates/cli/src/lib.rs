@@ -3,5 +3,6 @@
 
 pub mod bench;
 pub mod conformance;
+pub mod listen;
 pub mod manifests;
 pub mod offline;
