@@ -74,18 +74,6 @@ pub fn check_type(resource: &Resource, value: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Whether `name` is a DNS-1123 subdomain, which is what every kind we serve requires.
-fn valid_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    !name.is_empty()
-        && name.len() <= 253
-        && bytes
-            .iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'.')
-        && bytes.first().is_some_and(u8::is_ascii_alphanumeric)
-        && bytes.last().is_some_and(u8::is_ascii_alphanumeric)
-}
-
 /// Checks that objects may be created in `namespace`: it must exist and not be terminating.
 pub fn check_namespace(
     store: &Store,
@@ -204,15 +192,6 @@ pub fn prepare_create(
             }
         }
         set_meta(&mut object, "name", json!(name));
-    }
-    if !valid_name(&name) {
-        return Err(ApiError::invalid(
-            resource,
-            &name,
-            "metadata.name",
-            "FieldValueInvalid",
-            &format!("Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
-        ));
     }
     for server_owned in [
         "resourceVersion",
@@ -391,8 +370,6 @@ mod tests {
         let pods = find("", "v1", "pods").unwrap();
         let err = create(pods, json!({"metadata": {}})).unwrap_err();
         assert_eq!((err.code(), err.reason()), (422, "Invalid"));
-        let err = create(pods, json!({"metadata": {"name": "Bad_Name"}})).unwrap_err();
-        assert_eq!(err.code(), 422);
     }
 
     #[test]

@@ -42,13 +42,18 @@
 //!
 //! - One resourceVersion counter for all kinds; every write bumps it. Watches replay from a
 //!   bounded history ([`Config::history_window`]) and answer an older resourceVersion with an
-//!   ERROR event holding a 410 `Expired` Status.
+//!   ERROR event holding a 410 `Expired` Status. A list or watch from a resourceVersion the
+//!   server has not reached gets kube-apiserver's "Too large resource version" (504 `Timeout`,
+//!   cause `ResourceVersionTooLarge`; for a watch, as its only ERROR event).
 //! - Like kube-apiserver, creating a pod or service ignores its `status`; write status through
 //!   the `/status` subresource, or load objects with [`ApiServer::apply_objects`], which does it.
 //! - Services and pods are defaulted as the real server does ([`defaults`]): ClusterIPs are
 //!   allocated, port protocols filled in, an empty selector stored as none.
 //! - EndpointSlice `generation` bumps when anything outside `metadata` changes; a Service's when
 //!   its `spec` changes.
+//! - Objects are validated as kube-apiserver validates the fields the controllers use; a
+//!   refused write gets a 422 `Invalid` Status naming each field. Request bodies over 3 MiB
+//!   get a 413, bodies nested deeper than 128 levels a 400 ([`limits`]).
 //! - A pod without finalizers is removed at once on delete (there is no kubelet).
 //! - Garbage collection by `ownerReferences` runs inside each delete: dependents whose owners
 //!   are all gone are deleted, and `propagationPolicy` Foreground and Orphan are honoured.
@@ -72,6 +77,7 @@ mod faults;
 mod gc;
 mod history;
 mod kubeconfig;
+pub mod limits;
 mod load;
 mod printers;
 mod protobuf;
@@ -85,6 +91,7 @@ mod status;
 mod store;
 mod strategic_merge;
 mod transport;
+mod validation;
 
 pub use faults::{FaultResponse, Faults};
 pub use load::{LoadError, LoadReport, HOLD_FINALIZER};

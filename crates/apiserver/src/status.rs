@@ -160,6 +160,55 @@ impl ApiError {
         .with_details(d)
     }
 
+    /// 422 for an object that fails validation, with one cause per field error (as
+    /// `{reason, message, field}` objects) and `summary` after "is invalid: ". The kind is
+    /// qualified by its group outside the core group (`EndpointSlice.discovery.k8s.io`), as
+    /// kube-apiserver writes it.
+    pub(crate) fn invalid_fields(
+        resource: &Resource,
+        name: &str,
+        summary: &str,
+        causes: Vec<Value>,
+    ) -> Self {
+        let kind = if resource.group.is_empty() {
+            resource.kind.to_owned()
+        } else {
+            format!("{}.{}", resource.kind, resource.group)
+        };
+        let mut d = details(resource, name);
+        d["kind"] = json!(resource.kind);
+        d["causes"] = Value::Array(causes);
+        Self::new(
+            422,
+            "Invalid",
+            format!("{kind} \"{name}\" is invalid: {summary}"),
+        )
+        .with_details(d)
+    }
+
+    /// 504 for a list or watch from a resourceVersion the server has not reached, shaped like
+    /// kube-apiserver's watch cache answer (reason `Timeout`, cause `ResourceVersionTooLarge`).
+    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+        Self::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {requested}, current: {current}"),
+        )
+        .with_details(json!({
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        }))
+    }
+
+    /// 413 for a request body over `limit` bytes, worded as kube-apiserver words it.
+    pub fn request_entity_too_large(limit: usize) -> Self {
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: limit is {limit}"),
+        )
+    }
+
     /// 422 for a patch that cannot be applied.
     pub fn unprocessable(message: impl Into<String>) -> Self {
         Self::new(422, "Invalid", message)

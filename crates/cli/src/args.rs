@@ -39,11 +39,20 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "h" => 3600.0,
             other => return Err(format!("{s:?}: unknown unit {other:?}")),
         };
-        total += Duration::from_secs_f64(value * seconds);
+        // Go's time.ParseDuration refuses anything past i64::MAX nanoseconds (about 292
+        // years); so do we, rather than panic in the conversion or in later clock arithmetic.
+        total = Duration::try_from_secs_f64(value * seconds)
+            .ok()
+            .and_then(|part| total.checked_add(part))
+            .filter(|t| *t <= MAX_DURATION)
+            .ok_or_else(|| format!("{s:?}: out of range (at most 2562047h)"))?;
         rest = next;
     }
     Ok(total)
 }
+
+/// The longest duration Go's `time.Duration` holds: i64::MAX nanoseconds.
+const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
 
 /// Flags shared by `run` and `dev`.
 #[derive(Debug, Args, Clone)]
@@ -139,5 +148,13 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert!(parse_duration("5").is_err());
         assert!(parse_duration("5x").is_err());
+    }
+
+    #[test]
+    fn durations_past_gos_range_are_refused_without_panicking() {
+        assert!(parse_duration("2562047h").is_ok());
+        for huge in ["2562048h", "99999999999999999999999999h", "1e400s"] {
+            assert!(parse_duration(huge).is_err(), "{huge}");
+        }
     }
 }

@@ -3,5 +3,6 @@
 
 pub mod audit;
 pub mod conformance;
+pub mod listen;
 pub mod manifests;
 pub mod plan;

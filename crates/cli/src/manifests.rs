@@ -16,6 +16,15 @@ pub enum ManifestError {
         /// Why.
         source: std::io::Error,
     },
+    /// The text nests deeper than any object needs; refused before parsing, whose time
+    /// grows with the square of the depth.
+    #[error("{path}: {source}")]
+    TooDeep {
+        /// The file.
+        path: PathBuf,
+        /// The limit and the line that passed it.
+        source: apiserver::limits::TooDeep,
+    },
     /// A document is not valid YAML/JSON or not a valid object of its kind.
     #[error("{path}: document {index}: {message}")]
     Document {
@@ -125,6 +134,11 @@ fn files_under(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
 
 /// Parses the documents of one file's text into `loaded`.
 pub fn load_text(path: &Path, text: &str, loaded: &mut Loaded) -> Result<(), ManifestError> {
+    use apiserver::limits::{check_nesting, MAX_NESTING};
+    check_nesting(text.as_bytes(), MAX_NESTING).map_err(|source| ManifestError::TooDeep {
+        path: path.to_owned(),
+        source,
+    })?;
     let is_json = path.extension().and_then(|e| e.to_str()) == Some("json")
         || text.trim_start().starts_with('{');
     let values: Vec<Result<serde_json::Value, String>> = if is_json {
@@ -252,6 +266,23 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.to_string(), "m.yaml: document 1: missing kind");
+    }
+
+    #[test]
+    fn text_nested_past_the_limit_is_refused_naming_the_file_and_line() {
+        let depth = 200_000;
+        let text = format!(
+            "kind: Pod\nmetadata: {}{}\n",
+            "[".repeat(depth),
+            "]".repeat(depth)
+        );
+        let started = std::time::Instant::now();
+        let err = load_text(Path::new("deep.yaml"), &text, &mut Loaded::default()).unwrap_err();
+        println!("depth {depth} refused in {:?}", started.elapsed());
+        assert_eq!(
+            err.to_string(),
+            "deep.yaml: nested deeper than 128 levels (at line 2)"
+        );
     }
 
     #[test]

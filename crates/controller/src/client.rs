@@ -19,7 +19,7 @@ use std::time::Duration;
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Sleep;
 
 use crate::token_bucket::TokenBucket;
 
@@ -187,7 +187,8 @@ where
                 if delay.is_zero() {
                     self.permitted = true;
                 } else {
-                    self.wait = Some(Box::pin(tokio::time::sleep_until(Instant::now() + delay)));
+                    // sleep() saturates a delay past the clock's range; `now + delay` would panic.
+                    self.wait = Some(Box::pin(tokio::time::sleep(delay)));
                 }
             }
             if let Some(wait) = self.wait.as_mut() {
@@ -213,6 +214,7 @@ mod tests {
     use tower::{Layer, Service, ServiceExt};
 
     use super::*;
+    use tokio::time::Instant;
 
     #[tokio::test(start_paused = true)]
     async fn requests_past_the_burst_wait_for_the_rate() {

@@ -75,7 +75,8 @@ impl TokenBucket {
         if state.tokens >= 0.0 {
             Duration::ZERO
         } else {
-            Duration::from_secs_f64(-state.tokens / self.rate)
+            // A tiny rate makes the wait longer than a Duration holds: saturate, not panic.
+            Duration::try_from_secs_f64(-state.tokens / self.rate).unwrap_or(Duration::MAX)
         }
     }
 }
@@ -105,6 +106,13 @@ mod tests {
         assert_eq!(bucket.reserve(), Duration::ZERO);
         assert_eq!(bucket.reserve(), Duration::ZERO);
         assert_eq!(bucket.reserve(), Duration::from_millis(500));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_rate_too_small_for_a_duration_saturates_the_wait() {
+        let bucket = TokenBucket::new(1e-300, 1);
+        assert_eq!(bucket.reserve(), Duration::ZERO);
+        assert_eq!(bucket.reserve(), Duration::MAX);
     }
 
     #[tokio::test(start_paused = true)]

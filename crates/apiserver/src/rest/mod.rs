@@ -15,11 +15,14 @@ mod write;
 
 pub(crate) use write::{create, delete, update, DeleteOptions};
 
+use crate::limits;
 use crate::request_log::RequestRecord;
 use crate::resources::{self, Resource};
 use crate::state::Shared;
 use crate::status::ApiError;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::DefaultBodyLimit;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -45,6 +48,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/api/v1/{*rest}", any(core_resource))
         .route("/apis/{group}/{version}/{*rest}", any(group_resource))
         .fallback(|| async { ApiError::no_route() })
+        .layer(DefaultBodyLimit::max(limits::MAX_BODY_BYTES))
         .with_state(shared)
 }
 
@@ -122,7 +126,7 @@ async fn core_resource(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     serve(shared, "", "v1", &rest, method, uri, headers, body).await
 }
@@ -133,7 +137,7 @@ async fn group_resource(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     serve(shared, &group, &version, &rest, method, uri, headers, body).await
 }
@@ -150,10 +154,14 @@ async fn serve(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let Some(mut target) = parse_target(group, version, rest) else {
         return ApiError::no_route().into_response();
+    };
+    let body = match read_body(body) {
+        Ok(body) => body,
+        Err(e) => return e.into_response(),
     };
     let params: Params = match Query::<Vec<(String, String)>>::try_from_uri(&uri) {
         Ok(Query(pairs)) => pairs.into_iter().collect(),
@@ -269,6 +277,21 @@ async fn log_request(shared: &Shared, verb: &str, target: &Target, response: Res
     }
     shared.requests.push(record);
     Response::from_parts(parts, axum::body::Body::from(bytes))
+}
+
+/// The request body, refused when it is over [`limits::MAX_BODY_BYTES`] (413) or nested
+/// deeper than [`limits::MAX_NESTING`] (400), before any parser spends time on it.
+fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::request_entity_too_large(limits::MAX_BODY_BYTES)
+        } else {
+            ApiError::bad_request(format!("reading the request body: {rejection}"))
+        }
+    })?;
+    limits::check_nesting(&body, limits::MAX_NESTING)
+        .map_err(|e| ApiError::bad_request(format!("the request body is {e}")))?;
+    Ok(body)
 }
 
 /// A JSON response with one object.

@@ -105,5 +105,30 @@ pub(crate) fn list(
 ) -> Result<Response, ApiError> {
     let selection = Selection::from_params(params)?;
     let (items, rv) = select(shared, target, &selection);
+    check_list_version(shared, params, rv)?;
     Ok(list_response(target, &items, rv))
+}
+
+/// Refuses a list from a resourceVersion this server has not reached, as kube-apiserver does
+/// (a client that saw a later one talks to a server restarted with fresh state), and an
+/// `Exact` list from before the kept history (410, as after an etcd compaction). Other lists
+/// are served from the current state, which is never older than the one asked for; that
+/// includes an `Exact` list from inside the history, which a real server would answer with
+/// the older state (no client of ours asks for one).
+fn check_list_version(shared: &Shared, params: &Params, current: u64) -> Result<(), ApiError> {
+    let requested = match params.get("resourceVersion").map(String::as_str) {
+        None | Some("") | Some("0") => return Ok(()),
+        Some(rv) => rv
+            .parse::<u64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {rv:?}")))?,
+    };
+    if requested > current {
+        return Err(ApiError::too_large_resource_version(requested, current));
+    }
+    if params.get("resourceVersionMatch").map(String::as_str) == Some("Exact") {
+        shared
+            .read(|c| c.store.history().since(requested).map(drop))
+            .map_err(|e| ApiError::expired(e.requested, e.oldest))?;
+    }
+    Ok(())
 }

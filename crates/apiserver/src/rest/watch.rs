@@ -35,6 +35,7 @@ fn encode(kind: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
+/// An ERROR event carrying `error`'s Status, which ends a watch.
 fn expired_event(error: &ApiError) -> Bytes {
     encode("ERROR", &error.to_status())
 }
@@ -132,12 +133,21 @@ pub(crate) fn watch(
     let (tx, mut rx) = mpsc::channel::<Bytes>(256);
     let forced_expiry = shared.faults.take_forced_expiry(&label);
     tokio::spawn(async move {
+        let current = shared.read(|c| c.store.resource_version());
         if forced_expiry {
-            let current = shared.read(|c| c.store.resource_version());
             let requested = from.unwrap_or(current);
             let _sent = tx
                 .send(expired_event(&ApiError::expired(requested, current + 1)))
                 .await;
+            return;
+        }
+        if let Some(requested) = from.filter(|rv| *rv > current) {
+            // A resourceVersion this server never handed out: it was restarted with fresh
+            // state, or the client is confused. kube-apiserver's watch cache waits up to 3 s for
+            // it and then sends this error as the watch's only event; our store is never behind
+            // its own writes, so there is nothing to wait for.
+            let error = ApiError::too_large_resource_version(requested, current);
+            let _sent = tx.send(expired_event(&error)).await;
             return;
         }
         run(shared, filter, from, timeout, bookmarks, tx).await;
@@ -192,7 +202,9 @@ async fn run(
         sent: 0,
         limit: shared.faults.watch_event_limit(),
     };
-    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    // A timeout too large to add to the clock (timeoutSeconds=9223372036854775807) means no
+    // deadline, rather than a panic in the watch task.
+    let deadline = timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
     let mut bookmark_timer = tokio::time::interval(shared.bookmark_interval);
     bookmark_timer.tick().await;
 

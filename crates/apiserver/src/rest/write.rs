@@ -18,6 +18,7 @@ use crate::resources::{self, Resource};
 use crate::state::{Cluster, Shared};
 use crate::status::ApiError;
 use crate::store::{meta_str, set_meta};
+use crate::validation;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
@@ -47,6 +48,7 @@ pub(crate) fn create(
     if store.get(resource, ns_key, name).is_some() {
         return Err(ApiError::already_exists(resource, name));
     }
+    validation::validate(resource, &object, None)?;
     Ok(store.create(resource, object))
 }
 
@@ -81,6 +83,7 @@ pub(crate) fn update(
         return Err(ApiError::stale(resource, name));
     }
     let new = prepare_update(resource, &old, body, status_only, &mut cluster.ips)?;
+    validation::validate(resource, &new, Some(&old))?;
     if is_terminating(&new) && !has_finalizers(&new) {
         // The last finalizer of a deleting object is gone: the deletion completes now.
         let removed = cluster
@@ -321,6 +324,7 @@ pub(crate) fn update_request(
 ) -> Result<Response, ApiError> {
     let value = parse_body(target.resource, body)?;
     let name = target.name.as_deref().unwrap_or_default();
+    validation::check_put_name(&value, name)?;
     let (object, created) = shared.mutate(target.dry_run, |c| {
         update(
             c,

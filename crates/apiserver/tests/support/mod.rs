@@ -45,3 +45,43 @@ pub fn api_status(err: kube::Error) -> kube::core::Status {
         other => panic!("expected an API error, got {other:?}"),
     }
 }
+
+/// Sends one raw request to the server's router and returns the status code and the JSON
+/// body (`Null` when the body is not JSON). For requests a typed client cannot make, such as
+/// a PUT of `{"metadata": null}`.
+pub async fn send(
+    server: &ApiServer,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: impl Into<axum::body::Body>,
+) -> (u16, serde_json::Value) {
+    use tower::ServiceExt;
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header(http::header::CONTENT_TYPE, content_type)
+        .body(body.into())
+        .unwrap();
+    let response = server.service().oneshot(request).await.unwrap();
+    let code = response.status().as_u16();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (code, serde_json::from_slice(&bytes).unwrap_or_default())
+}
+
+/// [`send`] with a JSON body.
+pub async fn send_json(
+    server: &ApiServer,
+    method: &str,
+    path: &str,
+    body: &serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let content_type = if method == "PATCH" {
+        "application/merge-patch+json"
+    } else {
+        "application/json"
+    };
+    send(server, method, path, content_type, body.to_string()).await
+}

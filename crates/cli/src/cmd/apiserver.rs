@@ -11,9 +11,14 @@ use std::path::PathBuf;
 /// controllers. Runs until interrupted.
 #[derive(Debug, Args)]
 pub struct ApiServerArgs {
-    /// Address to listen on (loopback by default; port 0 picks a free port).
+    /// Address to listen on (loopback by default; port 0 picks a free port). Other addresses
+    /// need --allow-remote.
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
+    /// Allow a non-loopback --listen address. The server has no authentication: anyone who
+    /// can reach it can read and change every object.
+    #[arg(long)]
+    pub allow_remote: bool,
     /// Manifests to load at start (files or directories; repeatable).
     #[arg(short = 'f', long = "filename")]
     pub files: Vec<PathBuf>,
@@ -33,6 +38,14 @@ pub fn raw_objects(files: &[PathBuf]) -> Result<Vec<serde_json::Value>> {
         eprintln!("note: {note}");
     }
     to_values(&loaded.objects).context("re-encoding a manifest")
+}
+
+/// Refuses a non-loopback `listen` without `allow_remote`, and warns when it is allowed.
+pub fn check_listen(listen: SocketAddr, allow_remote: bool) -> Result<()> {
+    if let Some(warning) = kube_endpoints::listen::check(listen, allow_remote)? {
+        eprintln!("{warning}");
+    }
+    Ok(())
 }
 
 /// Starts the server and the manifests; returns the running handle.
@@ -68,6 +81,7 @@ pub async fn start(
 
 /// Runs the command.
 pub async fn run(args: ApiServerArgs) -> Result<()> {
+    check_listen(args.listen, args.allow_remote)?;
     let handle = start(args.listen, &args.files, args.write_kubeconfig.as_ref()).await?;
     if let Some(path) = &args.write_kubeconfig {
         eprintln!(

@@ -18,9 +18,13 @@ pub struct DevArgs {
     /// Manifests to load (files or directories; repeatable).
     #[arg(short = 'f', long = "filename")]
     pub files: Vec<PathBuf>,
-    /// Address of the embedded API server.
+    /// Address of the embedded API server (loopback; other addresses need --allow-remote).
     #[arg(long, default_value = "127.0.0.1:0")]
     pub listen: SocketAddr,
+    /// Allow a non-loopback --listen address. The server has no authentication: anyone who
+    /// can reach it can read and change every object.
+    #[arg(long)]
+    pub allow_remote: bool,
     /// Where to write the kubeconfig (default: kube-endpoints-dev.kubeconfig in the temp dir).
     #[arg(long)]
     pub write_kubeconfig: Option<PathBuf>,
@@ -34,6 +38,7 @@ pub struct DevArgs {
 
 /// Runs the command.
 pub async fn run(args: DevArgs) -> Result<()> {
+    crate::cmd::apiserver::check_listen(args.listen, args.allow_remote)?;
     let kubeconfig = args
         .write_kubeconfig
         .clone()

@@ -126,11 +126,13 @@ where
     /// Watches until `shutdown` completes, updating the store and calling `handler`.
     ///
     /// Watch errors are logged and retried with kube's default backoff (0.8s doubling to
-    /// 30s, reset after two quiet minutes); they never end the informer.
+    /// 30s, reset after two quiet minutes); they never end the informer. An error saying the
+    /// server has not reached the resourceVersion the watch resumes from starts over with a
+    /// fresh list (see [`needs_relist`]).
     pub async fn run(self, handler: impl Handler<P>, shutdown: impl Future<Output = ()>) {
         let kind = K::kind(&K::DynamicType::default()).into_owned();
-        let events = watcher(self.api, self.config).default_backoff();
-        let mut events = std::pin::pin!(events);
+        let start = || Box::pin(watcher(self.api.clone(), self.config.clone()).default_backoff());
+        let mut events = start();
         let mut shutdown = std::pin::pin!(shutdown);
         let mut applier = Applier::new(self.store.clone());
         loop {
@@ -149,6 +151,12 @@ where
                         self.synced.send_replace(true);
                     }
                 }
+                Some(Err(error)) if needs_relist(&error) => {
+                    warn!(kind, %error, "the server has not reached the last resourceVersion seen (restarted with fresh state?); re-listing");
+                    // A new watcher starts with a list; the applier diffs it against the store
+                    // and reports what vanished as deletes.
+                    events = start();
+                }
                 Some(Err(error)) => {
                     warn!(kind, %error, "watch failed; retrying after backoff");
                 }
@@ -157,6 +165,27 @@ where
         }
         debug!(kind, "informer stopped");
     }
+}
+
+/// Whether a watch error means the server does not know the resourceVersion the watch
+/// resumes from because it is ahead of the server's own: kube-apiserver (and the embedded
+/// server) then answer 504 with the `ResourceVersionTooLarge` cause. That happens when the
+/// server came back with older state (a restart of the dev server, an etcd restore). kube's
+/// watcher re-lists only on 410 and would retry the same resourceVersion forever, keeping a
+/// cache of objects that no longer exist.
+fn needs_relist(error: &watcher::Error) -> bool {
+    let status = match error {
+        watcher::Error::WatchError(status) => status,
+        watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status))
+        | watcher::Error::InitialListFailed(kube::Error::Api(status)) => status,
+        _ => return false,
+    };
+    status.details.as_ref().is_some_and(|d| {
+        d.causes
+            .iter()
+            .any(|c| c.reason == "ResourceVersionTooLarge")
+    })
 }
 
 /// The key of an object, or `None` (with a warning) when it has no name.
