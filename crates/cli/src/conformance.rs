@@ -502,6 +502,7 @@ pub async fn run_live(case: &Case) -> Result<Written> {
         },
         endpoints: true,
         endpoint_slices: true,
+        mirroring: true,
     };
     run_until_settled(handle.server(), &client, &options)
         .await

@@ -45,11 +45,12 @@ pub struct PlanSettings {
 }
 
 impl PlanSettings {
-    /// Both controllers with kube-controller-manager's defaults, one worker each.
+    /// The three controllers with kube-controller-manager's defaults, one worker each.
     pub fn new(now: Timestamp) -> Self {
         let settings = controller::config::Settings {
             concurrent_endpoint_syncs: 1,
             concurrent_service_endpoint_syncs: 1,
+            mirroring_concurrent_service_endpoint_syncs: 1,
             ..Default::default()
         };
         Self {
@@ -57,6 +58,7 @@ impl PlanSettings {
                 settings,
                 endpoints: true,
                 endpoint_slices: true,
+                mirroring: true,
             },
             now,
         }

@@ -214,6 +214,7 @@ impl EmbeddedController {
                         settings,
                         endpoints: true,
                         endpoint_slices: true,
+                        mirroring: false,
                     };
                     let registry = prometheus::Registry::new();
                     controller::run(

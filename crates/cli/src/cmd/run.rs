@@ -118,6 +118,9 @@ impl Session {
             settings,
             endpoints,
             endpoint_slices,
+            // Not selectable from the command line yet: `--controllers` learns its name
+            // together with the mirroring flags.
+            mirroring: false,
         };
         Ok(Self {
             client,
