@@ -3,5 +3,6 @@
 
 pub mod bench;
 pub mod conformance;
+pub mod dynamic;
 pub mod manifests;
 pub mod plan;
