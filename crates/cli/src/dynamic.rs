@@ -553,9 +553,9 @@ mod tests {
             ..Default::default()
         };
         let mut ours = upstream;
-        ours.endpoint_slices.added = 2;
+        ours.endpoint_slices.added = 1;
         assert!(compare_writes(&ours, &upstream).is_empty());
-        ours.endpoint_slices.added = 3;
+        ours.endpoint_slices.added = 2;
         assert_eq!(compare_writes(&ours, &upstream).len(), 1);
     }
 }

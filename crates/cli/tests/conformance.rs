@@ -147,3 +147,28 @@ async fn dynamic_cases_reach_upstreams_objects_with_no_more_writes() {
         failures.join("\n")
     );
 }
+
+#[test]
+fn mirrored_slices_are_compared_like_the_controllers_own() {
+    let dir = find_cases(&corpus())
+        .unwrap()
+        .into_iter()
+        .find(|d| d.ends_with("public-dyn-mirroring"))
+        .unwrap();
+    let case = load_case(&dir).unwrap();
+    let upstream = upstream_written(case.upstream.as_ref().unwrap());
+    let normalised = kube_endpoints::conformance::normalise_by(&upstream, Rules::Dynamic);
+    assert!(
+        normalised
+            .keys()
+            .any(|k| k.contains("mirrored EndpointSlices")),
+        "{normalised:?}"
+    );
+    let mut fewer = upstream.clone();
+    for slice in &mut fewer.endpoint_slices {
+        if let Some(endpoints) = slice.get_mut("endpoints").and_then(|e| e.as_array_mut()) {
+            endpoints.pop();
+        }
+    }
+    assert!(!compare_by(&fewer, &upstream, Rules::Dynamic).is_empty());
+}
