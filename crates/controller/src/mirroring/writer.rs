@@ -67,6 +67,8 @@ impl MirroringController {
                     self.state.lock().tracker.expect_deletion(slice);
                     self.metrics.changes.with_label_values(&["delete"]).inc();
                 }
+                // Already gone, as we wanted. Upstream fails the sync here and retries; the
+                // retry would find nothing left to do, so the failure only costs a backoff.
                 Err(e) if is_not_found(&e) => {}
                 Err(e) => return Err(write_error(key, "delete", slice, e)),
             }
