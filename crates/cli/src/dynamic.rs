@@ -449,7 +449,7 @@ pub(crate) async fn settle(
     Ok(())
 }
 
-/// Sends every step, settling after those that ask for it and after the last.
+/// Sends every step, settling after those that ask for it and after the last (once).
 pub(crate) async fn run_steps(
     server: &apiserver::ApiServer,
     client: &kube::Client,
@@ -468,7 +468,9 @@ pub(crate) async fn run_steps(
             settle(server, readiness, activity).await?;
         }
     }
-    settle(server, readiness, activity).await?;
+    if !steps.last().is_some_and(Step::settles) {
+        settle(server, readiness, activity).await?;
+    }
     let mut writes = Writes::default();
     for record in server.request_log().iter().skip(start) {
         if !record.is_write() || !record.succeeded() || !record.subresource.is_empty() {
