@@ -190,7 +190,10 @@ fn remap_forward_references(cluster: &mut Cluster, loaded: &[Loaded], uids: &Uid
         // Only owner references and the targetRefs of Endpoints, slices and Events can point
         // at loaded objects; most objects (pods, by the thousand) have neither.
         let may_refer = stored.pointer("/metadata/ownerReferences").is_some()
-            || matches!(item.resource.plural, "endpoints" | "endpointslices" | "events");
+            || matches!(
+                item.resource.plural,
+                "endpoints" | "endpointslices" | "events"
+            );
         if !may_refer {
             continue;
         }

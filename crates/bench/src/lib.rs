@@ -215,6 +215,7 @@ impl EmbeddedController {
                         endpoints: true,
                         endpoint_slices: true,
                         shadow: None,
+                        mirroring: false,
                     };
                     let registry = prometheus::Registry::new();
                     controller::run(

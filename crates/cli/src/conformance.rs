@@ -5,7 +5,12 @@
 //! Events upstream wrote once settled). Some of what upstream writes depends on Go map order
 //! or on the UIDs its API server assigned, so both sides are normalised first; the rules are
 //! in `shared/conformance/README.md` and implemented in [`normalise`].
+//!
+//! A case with a `steps.yaml` is dynamic: it runs live only ([`run_dynamic`]), changes are
+//! applied after the controllers settled, and both the objects left (by the looser dynamic
+//! rules, [`Rules::Dynamic`]) and the number of writes ([`crate::dynamic`]) are compared.
 
+use crate::dynamic::{parse_steps, run_steps, Step, Writes};
 use crate::manifests::{load_paths, to_values, Object};
 use crate::plan::{plan, run_until_settled, PlanSettings};
 use anyhow::{bail, Context, Result};
@@ -29,6 +34,18 @@ pub struct Case {
     pub flags: Vec<String>,
     /// `upstream.json`, if recorded.
     pub upstream: Option<Value>,
+    /// `steps.yaml`, for a dynamic case.
+    pub steps: Option<Vec<Step>>,
+}
+
+/// Which comparison rules apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rules {
+    /// A case settled once on its input.
+    Static,
+    /// A case with steps: slices compared by total endpoints per port list, trigger times on
+    /// Endpoints ignored.
+    Dynamic,
 }
 
 /// What a controller run wrote, as the API would return it.
@@ -68,12 +85,17 @@ pub fn load_case(dir: &Path) -> Result<Case> {
         ),
         Err(_) => None,
     };
+    let steps = match std::fs::read_to_string(dir.join("steps.yaml")) {
+        Ok(text) => Some(parse_steps(&text).with_context(|| format!("case {name}: steps.yaml"))?),
+        Err(_) => None,
+    };
     Ok(Case {
         name,
         objects: loaded.objects,
         max_endpoints_per_slice,
         flags,
         upstream,
+        steps,
     })
 }
 
@@ -148,7 +170,11 @@ pub fn upstream_written(upstream: &Value) -> Written {
             .filter(|e| {
                 matches!(
                     e.pointer("/source/component").and_then(Value::as_str),
-                    Some("endpoint-slice-controller" | "endpoint-controller") | None
+                    Some(
+                        "endpoint-slice-controller"
+                            | "endpoint-controller"
+                            | reconcile::mirroring::EVENT_COMPONENT
+                    ) | None
                 )
             })
             .map(|e| {
@@ -180,6 +206,11 @@ fn is_excluded(namespace: &str, name: &str) -> bool {
 /// Normalised form of a run, keyed for comparison. Each entry is a (what, value) pair where
 /// `what` says which service/object/field it describes.
 pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
+    normalise_by(written, Rules::Static)
+}
+
+/// [`normalise`] under the given rules.
+pub fn normalise_by(written: &Written, rules: Rules) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     for ep in &written.endpoints {
         let (ns, name) = (
@@ -199,7 +230,9 @@ pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
             .cloned()
             .unwrap_or(json!({}));
         if let Some(map) = annotations.as_object_mut() {
-            if map.contains_key(TRIGGER_TIME) {
+            if rules == Rules::Dynamic {
+                map.remove(TRIGGER_TIME);
+            } else if map.contains_key(TRIGGER_TIME) {
                 map.insert(TRIGGER_TIME.into(), json!("<present>"));
             }
         }
@@ -241,7 +274,13 @@ pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
             slice,
             "/metadata/labels/endpointslice.kubernetes.io~1managed-by",
         );
-        if is_excluded(ns, service) || managed_by != "endpointslice-controller.k8s.io" {
+        // Mirrored slices follow the same rules, grouped apart from the controller's own.
+        let owner = match managed_by {
+            reconcile::labels::SLICE_CONTROLLER_NAME => "EndpointSlices",
+            reconcile::labels::MIRRORING_CONTROLLER_NAME => "mirrored EndpointSlices",
+            _ => continue,
+        };
+        if is_excluded(ns, service) {
             continue;
         }
         let ports = match slice.get("ports") {
@@ -249,7 +288,7 @@ pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
             _ => json!([]),
         };
         let key = format!(
-            "{ns}/{service} EndpointSlices {} ports={}",
+            "{ns}/{service} {owner} {} ports={}",
             str_at(slice, "/addressType"),
             ports
         );
@@ -266,7 +305,13 @@ pub fn normalise(written: &Written) -> BTreeMap<String, Value> {
             })
             .collect();
         sizes.sort();
-        out.insert(format!("{key} sizes"), json!(sizes));
+        match rules {
+            Rules::Static => out.insert(format!("{key} sizes"), json!(sizes)),
+            Rules::Dynamic => out.insert(
+                format!("{key} total endpoints"),
+                json!(sizes.iter().sum::<usize>()),
+            ),
+        };
         let mut endpoints = Vec::new();
         let mut metas = Vec::new();
         let hint_key = key.split(" ports=").next().unwrap_or(&key).to_owned();
@@ -369,8 +414,13 @@ fn normalise_subset(s: &Value) -> Value {
 
 /// Differences between our normalised run and upstream's, one readable line each.
 pub fn compare(ours: &Written, upstream: &Written) -> Vec<String> {
-    let a = normalise(ours);
-    let b = normalise(upstream);
+    compare_by(ours, upstream, Rules::Static)
+}
+
+/// [`compare`] under the given rules.
+pub fn compare_by(ours: &Written, upstream: &Written, rules: Rules) -> Vec<String> {
+    let a = normalise_by(ours, rules);
+    let b = normalise_by(upstream, rules);
     let mut diffs = Vec::new();
     let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     for key in keys {
@@ -475,15 +525,13 @@ fn short(v: &Value) -> String {
     }
 }
 
-/// Runs a case through the live controllers as `dev` runs them: the embedded API server
-/// over TCP, loaded the way the corpus was recorded (objects, then status through the status
-/// subresource, terminating pods held by a finalizer and deleted), both controllers with the
-/// case's flags and kube-controller-manager's default worker counts, until the cluster is
-/// quiet; what they wrote is read back through the API.
-pub async fn run_live(case: &Case) -> Result<Written> {
-    use k8s_openapi::api::core::v1::{Endpoints, Event};
-    use k8s_openapi::api::discovery::v1::EndpointSlice;
-    let handle = apiserver::ApiServer::start(apiserver::Config::default())
+/// Starts the embedded API server over TCP, loaded with the case's input the way the corpus
+/// was recorded, and a client for it.
+async fn start_server(
+    case: &Case,
+    config: apiserver::Config,
+) -> Result<(apiserver::ApiServerHandle, kube::Client)> {
+    let handle = apiserver::ApiServer::start(config)
         .await
         .context("starting the embedded API server")?;
     handle
@@ -491,22 +539,96 @@ pub async fn run_live(case: &Case) -> Result<Written> {
         .with_context(|| format!("case {}: loading input", case.name))?;
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&handle.kubeconfig())
         .context("reading the server's kubeconfig")?;
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+    let config = kube::config::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .context("configuring the client")?;
     let client = kube::Client::try_from(config).context("building the client")?;
-    let options = controller::Options {
+    Ok((handle, client))
+}
+
+/// The three controllers with the case's flags and kube-controller-manager's default worker
+/// counts.
+fn live_options(case: &Case) -> controller::Options {
+    controller::Options {
         settings: controller::config::Settings {
             max_endpoints_per_slice: case.max_endpoints_per_slice,
             ..Default::default()
         },
         endpoints: true,
         endpoint_slices: true,
+        mirroring: true,
         shadow: None,
-    };
-    run_until_settled(handle.server(), &client, &options)
+    }
+}
+
+/// Runs a case through the live controllers as `dev` runs them: the embedded API server
+/// over TCP, loaded the way the corpus was recorded (objects, then status through the status
+/// subresource, terminating pods held by a finalizer and deleted), the controllers with the
+/// case's flags and kube-controller-manager's default worker counts, until the cluster is
+/// quiet; what they wrote is read back through the API.
+pub async fn run_live(case: &Case) -> Result<Written> {
+    let (handle, client) = start_server(case, apiserver::Config::default()).await?;
+    run_until_settled(handle.server(), &client, &live_options(case))
         .await
         .with_context(|| format!("case {}", case.name))?;
+    let written = read_written(&client).await?;
+    handle
+        .shutdown()
+        .await
+        .context("stopping the embedded API server")?;
+    Ok(written)
+}
+
+/// Runs a dynamic case live: the controllers settle on the input, each step is applied, and
+/// what they wrote during the steps is counted. Returns the objects left and the writes.
+pub async fn run_dynamic(case: &Case) -> Result<(Written, Writes)> {
+    let steps = case.steps.as_deref().unwrap_or_default();
+    let config = apiserver::Config {
+        record_requests: true,
+        ..apiserver::Config::default()
+    };
+    let (handle, client) = start_server(case, config).await?;
+    let registry = prometheus::Registry::new();
+    let readiness = controller::health::Readiness::new();
+    let activity = controller::Activity::new();
+    let token = tokio_util::sync::CancellationToken::new();
+    let task = {
+        let (client, options, readiness, activity, token) = (
+            client.clone(),
+            live_options(case),
+            readiness.clone(),
+            activity.clone(),
+            token.clone(),
+        );
+        tokio::spawn(async move {
+            controller::run(client, &options, &registry, readiness, activity, token).await
+        })
+    };
+    let result = async {
+        crate::dynamic::settle(handle.server(), &readiness, &activity).await?;
+        run_steps(handle.server(), &client, &readiness, &activity, steps).await
+    }
+    .await
+    .with_context(|| format!("case {}", case.name));
+    token.cancel();
+    match task.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => bail!("case {}: the controllers failed: {e}", case.name),
+        Err(e) => bail!("case {}: the controllers' task failed: {e}", case.name),
+    }
+    let writes = result?;
+    let written = read_written(&client).await?;
+    handle
+        .shutdown()
+        .await
+        .context("stopping the embedded API server")?;
+    Ok((written, writes))
+}
+
+/// Every Endpoints, EndpointSlice and Event, read through the API.
+async fn read_written(client: &kube::Client) -> Result<Written> {
+    use k8s_openapi::api::core::v1::{Endpoints, Event};
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
     let lp = kube::api::ListParams::default();
     let endpoints = kube::Api::<Endpoints>::all(client.clone())
         .list(&lp)
@@ -515,10 +637,6 @@ pub async fn run_live(case: &Case) -> Result<Written> {
         .list(&lp)
         .await?;
     let events = kube::Api::<Event>::all(client.clone()).list(&lp).await?;
-    handle
-        .shutdown()
-        .await
-        .context("stopping the embedded API server")?;
     Ok(Written {
         endpoints: endpoints
             .items

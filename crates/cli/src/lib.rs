@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod conformance;
+pub mod dynamic;
 pub mod listen;
 pub mod manifests;
 pub mod plan;

@@ -45,11 +45,12 @@ pub struct PlanSettings {
 }
 
 impl PlanSettings {
-    /// Both controllers with kube-controller-manager's defaults, one worker each.
+    /// The three controllers with kube-controller-manager's defaults, one worker each.
     pub fn new(now: Timestamp) -> Self {
         let settings = controller::config::Settings {
             concurrent_endpoint_syncs: 1,
             concurrent_service_endpoint_syncs: 1,
+            mirroring_concurrent_service_endpoint_syncs: 1,
             ..Default::default()
         };
         Self {
@@ -58,6 +59,7 @@ impl PlanSettings {
                 endpoints: true,
                 endpoint_slices: true,
                 shadow: None,
+                mirroring: true,
             },
             now,
         }
@@ -359,8 +361,10 @@ async fn read_back(client: &kube::Client, options: &controller::Options) -> Resu
         let owned: Vec<&EndpointSlice> = slices
             .iter()
             .filter(|s| {
+                // A selector-less Service's slices are the mirrored ones.
                 s.metadata.namespace.as_ref() == Some(ns)
-                    && reconcile::slice::is_managed_slice_of(s, name)
+                    && (reconcile::slice::is_managed_slice_of(s, name)
+                        || reconcile::mirroring::is_mirrored_slice_of(s, name))
             })
             .collect();
         let addresses = endpoints
@@ -430,11 +434,15 @@ async fn read_back(client: &kube::Client, options: &controller::Options) -> Resu
         } else {
             Vec::new()
         },
-        slices: if options.endpoint_slices {
-            slices
-        } else {
-            Vec::new()
-        },
+        // Without the EndpointSlice controller, only the mirroring controller's slices are
+        // this run's to show.
+        slices: slices
+            .into_iter()
+            .filter(|s| {
+                options.endpoint_slices
+                    || (options.mirroring && reconcile::mirroring::is_mirrored(s))
+            })
+            .collect(),
         summaries,
         refused: Vec::new(),
     })

@@ -1,8 +1,12 @@
 //! Every recorded upstream case, through the path `plan` uses (the controllers on an
 //! in-process server) and through the live controllers over TCP, compared with what
-//! kube-controller-manager wrote.
+//! kube-controller-manager wrote. Dynamic cases (with `steps.yaml`) run live only, and their
+//! writes during the steps are compared too.
 
-use kube_endpoints::conformance::{compare, find_cases, load_case, run_offline, upstream_written};
+use kube_endpoints::conformance::{
+    compare, compare_by, find_cases, load_case, run_dynamic, run_offline, upstream_written, Rules,
+};
+use kube_endpoints::dynamic::{compare_writes, describe_writes, Writes};
 use std::path::Path;
 
 fn corpus() -> std::path::PathBuf {
@@ -20,6 +24,9 @@ async fn plan_matches_upstream_on_every_recorded_case() {
     let mut failures = Vec::new();
     for dir in &cases {
         let case = load_case(dir).expect("case loads");
+        if case.steps.is_some() {
+            continue;
+        }
         let upstream = case.upstream.as_ref().expect("recorded case");
         let ours = run_offline(&case).await.expect("the controllers settle");
         let diffs = compare(&ours, &upstream_written(upstream));
@@ -66,6 +73,9 @@ async fn live_controllers_match_upstream_on_every_recorded_case() {
     let mut failures = Vec::new();
     for dir in find_cases(&corpus()).expect("corpus present") {
         let case = load_case(&dir).expect("case loads");
+        if case.steps.is_some() {
+            continue;
+        }
         let upstream = upstream_written(case.upstream.as_ref().expect("recorded case"));
         match run_live(&case).await {
             Ok(written) => {
@@ -91,4 +101,74 @@ async fn live_controllers_match_upstream_on_every_recorded_case() {
         "live controllers differ from upstream:\n{}",
         failures.join("\n")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dynamic_cases_reach_upstreams_objects_with_no_more_writes() {
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for dir in find_cases(&corpus()).expect("corpus present") {
+        let case = load_case(&dir).expect("case loads");
+        if case.steps.is_none() {
+            continue;
+        }
+        ran += 1;
+        let recorded = case.upstream.as_ref().expect("recorded case");
+        let upstream_writes = Writes::from_upstream(recorded).expect("upstream writes recorded");
+        match run_dynamic(&case).await {
+            Ok((written, writes)) => {
+                println!(
+                    "{}: writes {}",
+                    case.name,
+                    describe_writes(&writes, &upstream_writes)
+                );
+                let mut diffs = compare_by(&written, &upstream_written(recorded), Rules::Dynamic);
+                diffs.extend(compare_writes(&writes, &upstream_writes));
+                if !diffs.is_empty() {
+                    failures.push(format!(
+                        "{}:\n  {}",
+                        case.name,
+                        diffs
+                            .iter()
+                            .take(10)
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join("\n  ")
+                    ));
+                }
+            }
+            Err(err) => failures.push(format!("{}: {err:#}", case.name)),
+        }
+    }
+    assert!(ran >= 1, "no dynamic case in the corpus");
+    assert!(
+        failures.is_empty(),
+        "dynamic cases differ from upstream:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn mirrored_slices_are_compared_like_the_controllers_own() {
+    let dir = find_cases(&corpus())
+        .unwrap()
+        .into_iter()
+        .find(|d| d.ends_with("public-dyn-mirroring"))
+        .unwrap();
+    let case = load_case(&dir).unwrap();
+    let upstream = upstream_written(case.upstream.as_ref().unwrap());
+    let normalised = kube_endpoints::conformance::normalise_by(&upstream, Rules::Dynamic);
+    assert!(
+        normalised
+            .keys()
+            .any(|k| k.contains("mirrored EndpointSlices")),
+        "{normalised:?}"
+    );
+    let mut fewer = upstream.clone();
+    for slice in &mut fewer.endpoint_slices {
+        if let Some(endpoints) = slice.get_mut("endpoints").and_then(|e| e.as_array_mut()) {
+            endpoints.pop();
+        }
+    }
+    assert!(!compare_by(&fewer, &upstream, Rules::Dynamic).is_empty());
 }

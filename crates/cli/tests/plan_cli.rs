@@ -398,3 +398,33 @@ fn examples_plan_as_json_with_topology_hints() {
     assert_eq!(event["involvedObject"]["kind"], "Service");
     assert_eq!(event["type"], "Normal");
 }
+
+#[test]
+fn hand_written_endpoints_of_a_selectorless_service_are_planned_as_a_mirrored_slice() {
+    let mut docs = nodes();
+    docs.push(json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "ext", "namespace": "default"},
+        "spec": {"ports": [{"name": "db", "port": 5432}]}}));
+    docs.push(json!({"apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "ext", "namespace": "default"},
+        "subsets": [{"addresses": [{"ip": "192.168.0.10"}, {"ip": "192.168.0.11"}],
+                     "ports": [{"name": "db", "port": 5432}]}]}));
+    let (run, v) = plan(&[], &docs);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let mirrored: Vec<&Value> = slices(&v)
+        .into_iter()
+        .filter(|s| {
+            s["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"]
+                == "endpointslicemirroring-controller.k8s.io"
+        })
+        .collect();
+    assert_eq!(mirrored.len(), 1, "{v:#}");
+    assert_eq!(sizes(&v, "ext"), [2]);
+    let creates = v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "EndpointSlice" && a["verb"] == "create")
+        .count();
+    assert_eq!(creates, 1);
+}

@@ -11,6 +11,12 @@ use crate::client::ClientSettings;
 
 use reconcile::slice::MAX_ENDPOINTS_PER_SLICE_LIMIT;
 
+/// Upstream's cap on `--mirroring-concurrent-service-endpoint-syncs`.
+pub const MIRRORING_WORKERS_LIMIT: u32 = 50;
+
+/// Upstream's cap on `--mirroring-max-endpoints-per-subset`.
+pub const MIRRORING_MAX_ENDPOINTS_PER_SUBSET_LIMIT: u32 = 1000;
+
 /// Settings of one `kube-endpoints run`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -25,6 +31,15 @@ pub struct Settings {
     pub endpoint_updates_batch_period: Duration,
     /// `--endpointslice-updates-batch-period`: the same for the EndpointSlice controller.
     pub endpointslice_updates_batch_period: Duration,
+    /// `--mirroring-concurrent-service-endpoint-syncs`: mirroring controller workers (5, at
+    /// most 50).
+    pub mirroring_concurrent_service_endpoint_syncs: u32,
+    /// `--mirroring-max-endpoints-per-subset`: addresses mirrored per Endpoints subset (1000,
+    /// at most 1000).
+    pub mirroring_max_endpoints_per_subset: u32,
+    /// `--mirroring-endpointslice-updates-batch-period`: how long the mirroring controller
+    /// holds slice changes before syncing their Endpoints (0: at once).
+    pub mirroring_endpointslice_updates_batch_period: Duration,
     /// How to reach the API server, and `--kube-api-qps`/`--kube-api-burst`.
     pub client: ClientSettings,
     /// `--leader-elect` and its companions.
@@ -41,6 +56,9 @@ impl Default for Settings {
             max_endpoints_per_slice: 100,
             endpoint_updates_batch_period: Duration::ZERO,
             endpointslice_updates_batch_period: Duration::ZERO,
+            mirroring_concurrent_service_endpoint_syncs: 5,
+            mirroring_max_endpoints_per_subset: 1000,
+            mirroring_endpointslice_updates_batch_period: Duration::ZERO,
             client: ClientSettings::default(),
             leader_election: LeaderElectionSettings::default(),
             serving: ServingSettings::default(),
@@ -56,6 +74,18 @@ pub enum SettingsError {
         "--max-endpoints-per-slice must be between 1 and {MAX_ENDPOINTS_PER_SLICE_LIMIT}, got {0}"
     )]
     MaxEndpointsPerSlice(u32),
+    /// `--mirroring-max-endpoints-per-subset` must be between 1 and 1000.
+    #[error(
+        "--mirroring-max-endpoints-per-subset must be between 1 and \
+         {MIRRORING_MAX_ENDPOINTS_PER_SUBSET_LIMIT}, got {0}"
+    )]
+    MirroringMaxEndpointsPerSubset(u32),
+    /// `--mirroring-concurrent-service-endpoint-syncs` must be between 1 and 50.
+    #[error(
+        "--mirroring-concurrent-service-endpoint-syncs must be between 1 and \
+         {MIRRORING_WORKERS_LIMIT}, got {0}"
+    )]
+    MirroringWorkers(u32),
     /// Worker counts must be positive.
     #[error("{flag} must be at least 1")]
     NoWorkers {
@@ -87,6 +117,20 @@ impl Settings {
             return Err(SettingsError::NoWorkers {
                 flag: "--concurrent-service-endpoint-syncs",
             });
+        }
+        if !(1..=MIRRORING_WORKERS_LIMIT)
+            .contains(&self.mirroring_concurrent_service_endpoint_syncs)
+        {
+            return Err(SettingsError::MirroringWorkers(
+                self.mirroring_concurrent_service_endpoint_syncs,
+            ));
+        }
+        if !(1..=MIRRORING_MAX_ENDPOINTS_PER_SUBSET_LIMIT)
+            .contains(&self.mirroring_max_endpoints_per_subset)
+        {
+            return Err(SettingsError::MirroringMaxEndpointsPerSubset(
+                self.mirroring_max_endpoints_per_subset,
+            ));
         }
         if self.leader_election.enabled {
             self.leader_election.validate()?;
@@ -175,6 +219,12 @@ mod tests {
         assert_eq!(settings.max_endpoints_per_slice, 100);
         assert_eq!(settings.endpoint_updates_batch_period, Duration::ZERO);
         assert_eq!(settings.endpointslice_updates_batch_period, Duration::ZERO);
+        assert_eq!(settings.mirroring_concurrent_service_endpoint_syncs, 5);
+        assert_eq!(settings.mirroring_max_endpoints_per_subset, 1000);
+        assert_eq!(
+            settings.mirroring_endpointslice_updates_batch_period,
+            Duration::ZERO
+        );
         assert_eq!(settings.client.qps, 20.0);
         assert_eq!(settings.client.burst, 30);
         let election = &settings.leader_election;
@@ -199,6 +249,31 @@ mod tests {
             Err(SettingsError::MaxEndpointsPerSlice(1001))
         );
         settings.max_endpoints_per_slice = 0;
+        assert!(settings.validate().is_err());
+    }
+
+    #[test]
+    fn mirroring_settings_stay_within_upstream_ranges() {
+        let mut settings = Settings {
+            mirroring_concurrent_service_endpoint_syncs: 50,
+            mirroring_max_endpoints_per_subset: 1,
+            ..Settings::default()
+        };
+        assert_eq!(settings.validate(), Ok(()));
+        settings.mirroring_concurrent_service_endpoint_syncs = 51;
+        assert_eq!(
+            settings.validate(),
+            Err(SettingsError::MirroringWorkers(51))
+        );
+        settings.mirroring_concurrent_service_endpoint_syncs = 0;
+        assert_eq!(settings.validate(), Err(SettingsError::MirroringWorkers(0)));
+        settings.mirroring_concurrent_service_endpoint_syncs = 5;
+        settings.mirroring_max_endpoints_per_subset = 1001;
+        assert_eq!(
+            settings.validate(),
+            Err(SettingsError::MirroringMaxEndpointsPerSubset(1001))
+        );
+        settings.mirroring_max_endpoints_per_subset = 0;
         assert!(settings.validate().is_err());
     }
 

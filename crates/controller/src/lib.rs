@@ -1,4 +1,4 @@
-//! The live Endpoints and EndpointSlice controllers.
+//! The live Endpoints, EndpointSlice and EndpointSlice mirroring controllers.
 //!
 //! ```text
 //!  API server ──watch──> informer (projection -> store + indexes)
@@ -36,6 +36,7 @@ pub mod informer;
 pub mod label_index;
 pub mod leader;
 pub mod metrics;
+pub mod mirroring;
 pub mod queue;
 pub mod service_queuer;
 pub mod service_workers;
@@ -53,6 +54,7 @@ use crate::events::EventRecorder;
 use crate::health::Readiness;
 use crate::index::{Handlers, Informers};
 use crate::informer::Synced;
+use crate::mirroring::MirroringController;
 use kube::Client;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -69,6 +71,8 @@ pub struct Options {
     /// Shadow mode: plan every sync but write nothing (no objects, no Events), and record in
     /// this where the controllers would write something else than the cluster holds.
     pub shadow: Option<Arc<shadow::Shadow>>,
+    /// Run the EndpointSlice mirroring controller (`endpointslice-mirroring`).
+    pub mirroring: bool,
 }
 
 /// Why the controllers could not run.
@@ -154,6 +158,35 @@ pub async fn run(
         None
     };
 
+    if options.mirroring && options.shadow.is_some() {
+        // Shadow mode covers the Endpoints and EndpointSlice controllers; the mirroring
+        // controller has no write-free mode, so it does not run at all rather than write.
+        tracing::warn!("shadow mode: the EndpointSlice mirroring controller is not run");
+    }
+    let mirroring_controller = if options.mirroring && options.shadow.is_none() {
+        let (recorder, sender) = EventRecorder::new(
+            client.clone(),
+            reconcile::mirroring::EVENT_COMPONENT,
+            background.clone(),
+        );
+        tasks.spawn(sender);
+        let c = MirroringController::new(
+            client.clone(),
+            stores.clone(),
+            registry,
+            recorder,
+            settings.mirroring_max_endpoints_per_subset as usize,
+            settings.mirroring_endpointslice_updates_batch_period,
+        )?;
+        handlers.services.push(c.clone());
+        handlers.endpoints.push(c.clone());
+        handlers.slices.push(c.clone());
+        activity.watch(c.workers().queue());
+        Some(c)
+    } else {
+        None
+    };
+
     let synced = informers.synced();
     tasks.spawn(informers.run(handlers, background.clone()));
     let all_synced = tokio::select! {
@@ -174,12 +207,21 @@ pub async fn run(
             c.queue_leftovers();
             workers.spawn(Arc::clone(c).run_workers(settings.concurrent_endpoint_syncs as usize));
         }
+        if let Some(c) = &mirroring_controller {
+            workers.spawn(
+                Arc::clone(c)
+                    .run_workers(settings.mirroring_concurrent_service_endpoint_syncs as usize),
+            );
+        }
         shutdown.cancelled().await;
         tracing::info!("shutting down: finishing in-flight syncs");
         if let Some(c) = &slice_controller {
             c.shut_down().await;
         }
         if let Some(c) = &endpoints_controller {
+            c.workers().shut_down().await;
+        }
+        if let Some(c) = &mirroring_controller {
             c.workers().shut_down().await;
         }
         while workers.join_next().await.is_some() {}

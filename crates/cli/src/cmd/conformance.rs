@@ -3,8 +3,10 @@
 use anyhow::Result;
 use clap::Args;
 use kube_endpoints::conformance::{
-    compare, find_cases, load_case, run_live, run_offline, upstream_written,
+    compare, compare_by, find_cases, load_case, run_dynamic, run_live, run_offline,
+    upstream_written, Rules,
 };
+use kube_endpoints::dynamic::{compare_writes, describe_writes, Writes};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -22,7 +24,8 @@ pub struct ConformanceArgs {
     pub verbose: bool,
     /// Also run each case through the live controllers as `dev` runs them (embedded API
     /// server over TCP, default worker counts); a case passes only if both the `plan` run
-    /// and the live run match upstream.
+    /// and the live run match upstream. Dynamic cases (with `steps.yaml`) run only live, and
+    /// also compare the number of writes made during the steps.
     #[arg(long)]
     pub live: bool,
 }
@@ -42,6 +45,36 @@ pub fn run(args: ConformanceArgs) -> Result<bool> {
                 continue;
             };
             let expected = upstream_written(upstream);
+            if case.steps.is_some() {
+                if !args.live {
+                    writeln!(out, "{}: skipped (dynamic: runs with --live)", case.name)?;
+                    continue;
+                }
+                let diffs = match runtime.block_on(run_dynamic(&case)) {
+                    Ok((written, writes)) => {
+                        let upstream_writes = Writes::from_upstream(upstream).unwrap_or_default();
+                        writeln!(
+                            out,
+                            "{}: writes {}",
+                            case.name,
+                            describe_writes(&writes, &upstream_writes)
+                        )?;
+                        let mut diffs = compare_by(&written, &expected, Rules::Dynamic);
+                        diffs.extend(compare_writes(&writes, &upstream_writes));
+                        diffs
+                    }
+                    Err(err) => vec![format!("live: {err:#}")],
+                };
+                report(
+                    &mut out,
+                    &case.name,
+                    &diffs,
+                    args.verbose,
+                    &mut passed,
+                    &mut failed,
+                )?;
+                continue;
+            }
             let mut diffs: Vec<String> = match runtime.block_on(run_offline(&case)) {
                 Ok(written) => compare(&written, &expected)
                     .into_iter()
@@ -59,23 +92,42 @@ pub fn run(args: ConformanceArgs) -> Result<bool> {
                     Err(err) => diffs.push(format!("live: {err:#}")),
                 }
             }
-            if diffs.is_empty() {
-                passed += 1;
-                writeln!(out, "{}: ok", case.name)?;
-            } else {
-                failed += 1;
-                writeln!(out, "{}: FAILED ({} differences)", case.name, diffs.len())?;
-                let shown = if args.verbose {
-                    diffs.len()
-                } else {
-                    diffs.len().min(20)
-                };
-                for d in &diffs[..shown] {
-                    writeln!(out, "    {d}")?;
-                }
-            }
+            report(
+                &mut out,
+                &case.name,
+                &diffs,
+                args.verbose,
+                &mut passed,
+                &mut failed,
+            )?;
         }
     }
     writeln!(out, "{passed} passed, {failed} failed")?;
     Ok(failed == 0)
+}
+
+/// Prints one case's verdict and counts it.
+fn report(
+    out: &mut impl Write,
+    name: &str,
+    diffs: &[String],
+    verbose: bool,
+    passed: &mut usize,
+    failed: &mut usize,
+) -> std::io::Result<()> {
+    if diffs.is_empty() {
+        *passed += 1;
+        return writeln!(out, "{name}: ok");
+    }
+    *failed += 1;
+    writeln!(out, "{name}: FAILED ({} differences)", diffs.len())?;
+    let shown = if verbose {
+        diffs.len()
+    } else {
+        diffs.len().min(20)
+    };
+    for d in &diffs[..shown] {
+        writeln!(out, "    {d}")?;
+    }
+    Ok(())
 }

@@ -134,6 +134,9 @@ impl Session {
             endpoints,
             endpoint_slices,
             shadow: None,
+            // Not selectable from the command line yet: `--controllers` learns its name
+            // together with the mirroring flags.
+            mirroring: false,
         };
         Ok(Self {
             client,

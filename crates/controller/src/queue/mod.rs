@@ -74,6 +74,18 @@ impl QueueConfig {
         }
     }
 
+    /// The mirroring controller's Endpoints queue (`endpoint_slice_mirroring`, backoff
+    /// 1s..100s: upstream caps this one lower than the slice controller's).
+    pub fn endpoint_slice_mirroring() -> Self {
+        Self {
+            name: "endpoint_slice_mirroring".to_string(),
+            backoff: BackoffConfig {
+                max_delay: Duration::from_secs(100),
+                ..BackoffConfig::endpoint_slice()
+            },
+        }
+    }
+
     /// The Endpoints controller's service queue (`endpoint`, backoff 5ms..1000s).
     pub fn endpoints() -> Self {
         Self {

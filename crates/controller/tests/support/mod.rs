@@ -81,7 +81,8 @@ pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
     }
 }
 
-/// Both controllers with kube-controller-manager's defaults, leader election off.
+/// The Endpoints and EndpointSlice controllers with kube-controller-manager's defaults,
+/// leader election off.
 pub fn options() -> Options {
     let mut settings = Settings::default();
     settings.leader_election.enabled = false;
@@ -89,7 +90,18 @@ pub fn options() -> Options {
         settings,
         endpoints: true,
         endpoint_slices: true,
+        mirroring: false,
         shadow: None,
+    }
+}
+
+/// Only the EndpointSlice mirroring controller.
+pub fn mirroring_only() -> Options {
+    Options {
+        endpoints: false,
+        endpoint_slices: false,
+        mirroring: true,
+        ..options()
     }
 }
 

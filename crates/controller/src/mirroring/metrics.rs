@@ -1,0 +1,155 @@
+//! The mirroring controller's Prometheus metrics, with upstream's names, help texts and
+//! buckets (subsystem `endpoint_slice_mirroring_controller`).
+//!
+//! They live apart from the EndpointSlice controller's because they are a different set:
+//! upstream adds `endpoints_updated_per_sync`, `addresses_skipped_per_sync` and
+//! `endpoints_sync_duration`, and has no `syncs` counter for this controller.
+
+use prometheus::{
+    exponential_buckets, Gauge, Histogram, HistogramOpts, IntCounterVec, Opts, Registry,
+};
+
+const SUBSYSTEM: &str = "endpoint_slice_mirroring_controller";
+
+/// The mirroring controller's metrics, registered in one registry.
+#[derive(Debug, Clone)]
+pub struct MirroringMetrics {
+    /// `endpoints_added_per_sync`: endpoints added on each Endpoints sync.
+    pub endpoints_added_per_sync: Histogram,
+    /// `endpoints_updated_per_sync`: endpoints updated on each Endpoints sync.
+    pub endpoints_updated_per_sync: Histogram,
+    /// `endpoints_removed_per_sync`: endpoints removed on each Endpoints sync.
+    pub endpoints_removed_per_sync: Histogram,
+    /// `addresses_skipped_per_sync`: addresses left out (invalid, or beyond the per-subset
+    /// cap) on each Endpoints sync.
+    pub addresses_skipped_per_sync: Histogram,
+    /// `endpoints_sync_duration`: seconds one sync took.
+    pub endpoints_sync_duration: Histogram,
+    /// `endpoints_desired`: endpoints desired across all mirrored Endpoints.
+    pub endpoints_desired: Gauge,
+    /// `num_endpoint_slices`: mirrored EndpointSlices.
+    pub num_endpoint_slices: Gauge,
+    /// `desired_endpoint_slices`: mirrored EndpointSlices with perfect allocation.
+    pub desired_endpoint_slices: Gauge,
+    /// `changes{operation}`: EndpointSlice changes, by `create`, `update` or `delete`.
+    pub changes: IntCounterVec,
+}
+
+fn opts(name: &str, help: &str) -> Opts {
+    Opts::new(name, help).subsystem(SUBSYSTEM)
+}
+
+fn histogram(name: &str, help: &str, buckets: Vec<f64>) -> Result<Histogram, prometheus::Error> {
+    Histogram::with_opts(HistogramOpts::from(opts(name, help)).buckets(buckets))
+}
+
+impl MirroringMetrics {
+    /// Creates the metrics and registers them into `registry`; fails if they already are.
+    pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        // Upstream's buckets: endpoint counts 2, 4, ..., 32768; durations 1ms, 2ms, ..., 16s.
+        let counts = exponential_buckets(2.0, 2.0, 15)?;
+        let seconds = exponential_buckets(0.001, 2.0, 15)?;
+        let metrics = Self {
+            endpoints_added_per_sync: histogram(
+                "endpoints_added_per_sync",
+                "Number of endpoints added on each Endpoints sync",
+                counts.clone(),
+            )?,
+            endpoints_updated_per_sync: histogram(
+                "endpoints_updated_per_sync",
+                "Number of endpoints updated on each Endpoints sync",
+                counts.clone(),
+            )?,
+            endpoints_removed_per_sync: histogram(
+                "endpoints_removed_per_sync",
+                "Number of endpoints removed on each Endpoints sync",
+                counts.clone(),
+            )?,
+            addresses_skipped_per_sync: histogram(
+                "addresses_skipped_per_sync",
+                "Number of addresses skipped on each Endpoints sync due to being invalid or exceeding MaxEndpointsPerSubset",
+                counts,
+            )?,
+            endpoints_sync_duration: histogram(
+                "endpoints_sync_duration",
+                "Duration of syncEndpoints() in seconds",
+                seconds,
+            )?,
+            endpoints_desired: Gauge::with_opts(opts(
+                "endpoints_desired",
+                "Number of endpoints desired",
+            ))?,
+            num_endpoint_slices: Gauge::with_opts(opts(
+                "num_endpoint_slices",
+                "Number of EndpointSlices",
+            ))?,
+            desired_endpoint_slices: Gauge::with_opts(opts(
+                "desired_endpoint_slices",
+                "Number of EndpointSlices that would exist with perfect endpoint allocation",
+            ))?,
+            changes: IntCounterVec::new(
+                opts("changes", "Number of EndpointSlice changes"),
+                &["operation"],
+            )?,
+        };
+        registry.register(Box::new(metrics.endpoints_added_per_sync.clone()))?;
+        registry.register(Box::new(metrics.endpoints_updated_per_sync.clone()))?;
+        registry.register(Box::new(metrics.endpoints_removed_per_sync.clone()))?;
+        registry.register(Box::new(metrics.addresses_skipped_per_sync.clone()))?;
+        registry.register(Box::new(metrics.endpoints_sync_duration.clone()))?;
+        registry.register(Box::new(metrics.endpoints_desired.clone()))?;
+        registry.register(Box::new(metrics.num_endpoint_slices.clone()))?;
+        registry.register(Box::new(metrics.desired_endpoint_slices.clone()))?;
+        registry.register(Box::new(metrics.changes.clone()))?;
+        Ok(metrics)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mirroring_metric_names_are_upstream_names() {
+        let registry = Registry::new();
+        let metrics = MirroringMetrics::register(&registry).unwrap();
+        metrics.changes.with_label_values(&["create"]).inc();
+        let mut names: Vec<String> = registry
+            .gather()
+            .iter()
+            .map(|family| family.name().to_string())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "endpoint_slice_mirroring_controller_addresses_skipped_per_sync",
+                "endpoint_slice_mirroring_controller_changes",
+                "endpoint_slice_mirroring_controller_desired_endpoint_slices",
+                "endpoint_slice_mirroring_controller_endpoints_added_per_sync",
+                "endpoint_slice_mirroring_controller_endpoints_desired",
+                "endpoint_slice_mirroring_controller_endpoints_removed_per_sync",
+                "endpoint_slice_mirroring_controller_endpoints_sync_duration",
+                "endpoint_slice_mirroring_controller_endpoints_updated_per_sync",
+                "endpoint_slice_mirroring_controller_num_endpoint_slices",
+            ]
+        );
+    }
+
+    #[test]
+    fn sync_duration_buckets_run_from_one_millisecond_to_sixteen_seconds() {
+        let registry = Registry::new();
+        let metrics = MirroringMetrics::register(&registry).unwrap();
+        metrics.endpoints_sync_duration.observe(0.0015);
+        let text = crate::metrics::render(&registry).unwrap();
+        let bucket = |le: &str| {
+            format!(
+                r#"endpoint_slice_mirroring_controller_endpoints_sync_duration_bucket{{le="{le}"}}"#
+            )
+        };
+        assert!(text.contains(&format!("{} 0", bucket("0.001"))));
+        assert!(text.contains(&format!("{} 1", bucket("0.002"))));
+        assert!(text.contains(&format!("{} 1", bucket("16.384"))));
+        assert!(!text.contains(&bucket("32.768")));
+    }
+}

@@ -1,0 +1,109 @@
+//! One sync of one Endpoints object: read the stores, plan through `reconcile`, write, record.
+
+use super::MirroringController;
+use crate::events::Involved;
+use crate::informer::store::ObjectKey;
+use crate::worker::SyncError;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use reconcile::keys::ServiceKey;
+use reconcile::mirroring::metrics::MirroringMetricsCache;
+use reconcile::mirroring::{
+    is_mirrored_slice_of, plan_mirroring, MirroringAction, MirroringFigures, MirroringInput,
+};
+use std::sync::Arc;
+
+impl MirroringController {
+    /// Syncs one Endpoints object, timing it for `endpoints_sync_duration`.
+    pub async fn sync(&self, key: &ServiceKey) -> Result<(), SyncError> {
+        let start = tokio::time::Instant::now();
+        let result = self.sync_endpoints(key).await;
+        self.metrics
+            .endpoints_sync_duration
+            .observe(start.elapsed().as_secs_f64());
+        result
+    }
+
+    async fn sync_endpoints(&self, key: &ServiceKey) -> Result<(), SyncError> {
+        let stores = self.workers.stores();
+        let service = stores.service(key);
+        let endpoints = stores
+            .endpoints
+            .get(&ObjectKey::new(&key.namespace, &key.name));
+        let existing: Vec<Arc<EndpointSlice>> = stores
+            .slices_of(key)
+            .into_iter()
+            .filter(|s| is_mirrored_slice_of(s, &key.name))
+            .collect();
+        let plan = {
+            let mut state = self.state.lock();
+            let plan = plan_mirroring(&MirroringInput {
+                service: service.as_deref(),
+                endpoints: endpoints.as_deref(),
+                existing: &existing,
+                max_endpoints_per_subset: self.max_endpoints_per_subset,
+            });
+            match (&plan.action, &plan.figures) {
+                (MirroringAction::Cleanup(reason), _) => {
+                    tracing::debug!(endpoints = %key, ?reason, "not mirrored: removing its mirrored slices");
+                    state.tracker.delete_service(key);
+                    state.metrics_cache.delete(key);
+                }
+                (MirroringAction::Mirror, figures) => {
+                    let refs: Vec<&EndpointSlice> = existing.iter().map(|s| &**s).collect();
+                    if state.tracker.stale_slices(key, &refs) {
+                        return Err(SyncError::StaleCache {
+                            cache: "EndpointSlice",
+                            service: key.clone(),
+                        });
+                    }
+                    if let Some(figures) = figures {
+                        state.metrics_cache.update(key, figures);
+                        self.observe_figures(figures);
+                    }
+                }
+            }
+            self.update_gauges(&state.metrics_cache);
+            plan
+        };
+
+        if let MirroringAction::Cleanup(_) = plan.action {
+            return match SyncError::combine(key, self.delete_all(key, &plan.delete).await) {
+                None => Ok(()),
+                Some(error) => Err(error),
+            };
+        }
+        if let Some(endpoints) = &endpoints {
+            let involved = Involved {
+                kind: "Endpoints",
+                namespace: key.namespace.clone(),
+                name: key.name.clone(),
+                uid: endpoints.metadata.uid.clone().unwrap_or_default(),
+            };
+            for event in plan.events.iter().cloned() {
+                self.events.record(involved.clone(), event);
+            }
+        }
+        self.write_plan(key, &plan).await
+    }
+
+    fn observe_figures(&self, figures: &MirroringFigures) {
+        let m = &self.metrics;
+        m.endpoints_added_per_sync
+            .observe(figures.endpoints_added as f64);
+        m.endpoints_updated_per_sync
+            .observe(figures.endpoints_updated as f64);
+        m.endpoints_removed_per_sync
+            .observe(figures.endpoints_removed as f64);
+        m.addresses_skipped_per_sync
+            .observe(figures.addresses_skipped as f64);
+    }
+
+    fn update_gauges(&self, cache: &MirroringMetricsCache) {
+        let totals = cache.totals();
+        self.metrics.endpoints_desired.set(totals.endpoints as f64);
+        self.metrics.num_endpoint_slices.set(totals.slices as f64);
+        self.metrics
+            .desired_endpoint_slices
+            .set(totals.desired_slices as f64);
+    }
+}
