@@ -67,6 +67,7 @@ mod history;
 mod kubeconfig;
 mod load;
 mod random;
+mod request_log;
 mod resources;
 mod rest;
 mod selectors;
@@ -78,6 +79,7 @@ mod transport;
 
 pub use faults::{FaultResponse, Faults};
 pub use load::{LoadError, HOLD_FINALIZER};
+pub use request_log::RequestRecord;
 pub use status::ApiError;
 pub use transport::serve;
 
@@ -215,6 +217,23 @@ impl ApiServer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clear();
+    }
+
+    /// Starts (or stops) keeping a [`RequestRecord`] of every resource request, for
+    /// [`Self::request_log`]. Off by default: the log grows with every request.
+    pub fn record_requests(&self, on: bool) {
+        self.shared.requests.set_enabled(on);
+    }
+
+    /// The requests served while recording was on, oldest first (recorded before faults
+    /// apply, like [`Self::request_counts`]).
+    pub fn request_log(&self) -> Vec<RequestRecord> {
+        self.shared.requests.snapshot()
+    }
+
+    /// Forgets the recorded requests.
+    pub fn clear_request_log(&self) {
+        self.shared.requests.clear();
     }
 
     /// The resourceVersion of the latest write.

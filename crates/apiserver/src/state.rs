@@ -32,6 +32,7 @@ pub(crate) struct Shared {
     stopping: watch::Sender<bool>,
     pub faults: Faults,
     pub counts: Mutex<BTreeMap<(String, String), u64>>,
+    pub requests: crate::request_log::RequestLog,
     pub bookmark_interval: Duration,
 }
 
@@ -47,6 +48,7 @@ impl Shared {
             stopping: watch::Sender::new(false),
             faults: Faults::new(seed),
             counts: Mutex::new(BTreeMap::new()),
+            requests: crate::request_log::RequestLog::default(),
             bookmark_interval,
         }
     }

@@ -183,6 +183,7 @@ async fn serve(
     }
     let label = target.label();
     shared.count(verb, &label);
+    shared.requests.record(verb, &target, &headers);
     let decision = shared
         .faults
         .decide(verb, &label, target.name.as_deref().unwrap_or_default());
