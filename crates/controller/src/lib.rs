@@ -27,6 +27,7 @@ pub mod label_index;
 pub mod leader;
 pub mod metrics;
 pub mod queue;
+pub mod replica;
 pub mod service_queuer;
 pub mod token_bucket;
 pub mod worker;
