@@ -11,7 +11,8 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Run the Endpoints and EndpointSlice controllers against a cluster, in place of
-/// kube-controller-manager's (start it with `--controllers=*,-endpoints-controller,-endpointslice-controller`).
+/// kube-controller-manager's (start it with
+/// `--controllers=*,-endpoints-controller,-endpointslice-controller`).
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// kubeconfig to use; without it, the in-cluster config or the default kubeconfig.
