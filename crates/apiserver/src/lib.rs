@@ -298,6 +298,17 @@ impl ApiServer {
             .clear();
     }
 
+    /// Starts (or stops) keeping a [`RequestRecord`] of every resource request, for
+    /// [`Self::request_log`]. Off by default: the log grows with every request.
+    pub fn record_requests(&self, on: bool) {
+        self.shared.requests.set_enabled(on);
+    }
+
+    /// Forgets the recorded requests.
+    pub fn clear_request_log(&self) {
+        self.shared.requests.clear();
+    }
+
     /// The resourceVersion of the latest write.
     pub fn resource_version(&self) -> u64 {
         self.shared.read(|c| c.store.resource_version())

@@ -1,39 +1,65 @@
-//! The server's own record of the requests it answered.
+//! The server's own record of the requests it answered, in the terms RBAC authorises them
+//! (verb, API group, resource, subresource, namespace, name) plus the client's `User-Agent`,
+//! the answer's status code and, for an accepted write, the object as answered.
 //!
-//! `plan` reports the writes the controllers made from this log rather than from the
-//! controllers' side, so what it prints is what reached the API server, in the order it got
-//! there. Tests use it to see which API calls a controller makes. It is off unless
-//! [`crate::Config::record_requests`] asks for it: a long-running `dev` server would otherwise
-//! keep every request in memory.
+//! `plan` reports the writes the controllers made from this log, so what it prints is what
+//! reached the API server; the RBAC test checks every record against the manifests' rules.
+//! It is off unless [`crate::Config::record_requests`] or [`crate::ApiServer::record_requests`]
+//! turns it on: `kube-endpoints dev` and the benches serve millions of requests and only tests
+//! and `plan` read the log.
 
+use axum::http::{header, HeaderMap};
 use serde::Serialize;
 use serde_json::Value;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
-/// One request the server answered.
+use crate::rest::Target;
+
+/// One request, as an authoriser sees it, and how it was answered.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RequestRecord {
-    /// get, list, watch, create, update, patch, delete or deletecollection.
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete` or `deletecollection`.
     pub verb: String,
-    /// The API group ("" for the core group).
+    /// API group; empty for the core group.
     pub group: String,
-    /// The resource's plural name, e.g. `endpointslices`.
+    /// Resource plural, e.g. `endpointslices`.
     pub resource: String,
-    /// `status` for the status subresource, else empty.
-    pub subresource: String,
-    /// The namespace in the path (empty for cluster-scoped or all-namespace requests).
-    pub namespace: String,
+    /// `status` for the status subresource.
+    pub subresource: Option<String>,
+    /// The namespace in the path; `None` for cluster-scoped and all-namespace requests.
+    pub namespace: Option<String>,
     /// The object's name: from the path, or for a create the name the server gave it.
-    pub name: String,
+    pub name: Option<String>,
+    /// The `User-Agent` header, which tells the clients of one server apart.
+    pub user_agent: Option<String>,
     /// The HTTP status code of the answer.
     pub code: u16,
-    /// For a write the server accepted, the object as it answered it (absent for deletes that
-    /// removed the object at once, reads and refusals).
+    /// For a write the server accepted, the object as it answered it (absent for reads,
+    /// refusals and deletes answered with a Status).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub object: Option<Value>,
 }
 
 impl RequestRecord {
+    /// A record of `verb` on `target`, answered with `code`.
+    pub(crate) fn new(verb: &str, target: &Target, headers: &HeaderMap, code: u16) -> Self {
+        Self {
+            verb: verb.to_owned(),
+            group: target.resource.group.to_owned(),
+            resource: target.resource.plural.to_owned(),
+            subresource: target.status.then(|| "status".to_owned()),
+            namespace: target.namespace.clone(),
+            name: target.name.clone(),
+            user_agent: headers
+                .get(header::USER_AGENT)
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned),
+            code,
+            object: None,
+        }
+    }
+
     /// Whether the request asked to change something.
     pub fn is_write(&self) -> bool {
         matches!(
@@ -48,37 +74,144 @@ impl RequestRecord {
     }
 }
 
-/// The log itself: `None` when recording is off.
+/// The records, and whether to keep them.
 #[derive(Debug, Default)]
-pub(crate) struct RequestLog(Option<Mutex<Vec<RequestRecord>>>);
+pub(crate) struct RequestLog {
+    enabled: AtomicBool,
+    records: Mutex<Vec<RequestRecord>>,
+}
 
 impl RequestLog {
     pub fn new(enabled: bool) -> Self {
-        Self(enabled.then(|| Mutex::new(Vec::new())))
-    }
-
-    pub fn enabled(&self) -> bool {
-        self.0.is_some()
-    }
-
-    pub fn push(&self, record: RequestRecord) {
-        if let Some(log) = &self.0 {
-            log.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(record);
+        Self {
+            enabled: AtomicBool::new(enabled),
+            records: Mutex::default(),
         }
     }
 
+    /// Starts or stops recording; stopping keeps what was recorded.
+    pub fn set_enabled(&self, enabled: bool) {
+        self.enabled.store(enabled, Ordering::Release);
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+
+    pub fn push(&self, record: RequestRecord) {
+        if self.enabled() {
+            self.lock().push(record);
+        }
+    }
+
+    /// The records so far, oldest first.
     pub fn snapshot(&self) -> Vec<RequestRecord> {
-        self.0
-            .as_ref()
-            .map(|log| log.lock().unwrap_or_else(PoisonError::into_inner).clone())
-            .unwrap_or_default()
+        self.lock().clone()
     }
 
     pub fn len(&self) -> usize {
-        self.0.as_ref().map_or(0, |log| {
-            log.lock().unwrap_or_else(PoisonError::into_inner).len()
-        })
+        self.lock().len()
+    }
+
+    /// Forgets every record.
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<RequestRecord>> {
+        self.records.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, PostParams};
+    use kube::Client;
+    use serde_json::json;
+
+    use crate::{ApiServer, Config};
+
+    fn pod() -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn requests_are_recorded_only_while_recording_is_on() {
+        let server = ApiServer::new(Config::default());
+        let pods: Api<Pod> = Api::namespaced(Client::new(server.service(), "default"), "default");
+        pods.create(&PostParams::default(), &pod()).await.unwrap();
+        assert!(server.request_log().is_empty(), "off by default");
+
+        server.record_requests(true);
+        pods.get_status("web").await.unwrap();
+        Api::<Pod>::all(Client::new(server.service(), "default"))
+            .list(&Default::default())
+            .await
+            .unwrap();
+        let log = server.request_log();
+        let seen: Vec<_> = log
+            .iter()
+            .map(|r| {
+                (
+                    r.verb.as_str(),
+                    r.group.as_str(),
+                    r.resource.as_str(),
+                    r.subresource.as_deref(),
+                    r.namespace.as_deref(),
+                    r.name.as_deref(),
+                    r.code,
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (
+                    "get",
+                    "",
+                    "pods",
+                    Some("status"),
+                    Some("default"),
+                    Some("web"),
+                    200
+                ),
+                ("list", "", "pods", None, None, None, 200),
+            ]
+        );
+
+        server.clear_request_log();
+        assert!(server.request_log().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_accepted_create_is_recorded_with_its_generated_name_and_object() {
+        let server = ApiServer::new(Config {
+            record_requests: true,
+            ..Config::default()
+        });
+        let pods: Api<Pod> = Api::namespaced(Client::new(server.service(), "default"), "default");
+        let mut generated = pod();
+        generated.metadata.name = None;
+        generated.metadata.generate_name = Some("web-".into());
+        let created = pods
+            .create(&PostParams::default(), &generated)
+            .await
+            .unwrap();
+        let log = server.request_log();
+        assert_eq!(log.len(), 1);
+        assert_eq!(log[0].name, created.metadata.name);
+        assert_eq!(
+            log[0]
+                .object
+                .as_ref()
+                .and_then(|o| o.pointer("/metadata/uid"))
+                .and_then(|u| u.as_str()),
+            created.metadata.uid.as_deref()
+        );
     }
 }

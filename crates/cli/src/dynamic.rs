@@ -473,7 +473,7 @@ pub(crate) async fn run_steps(
     }
     let mut writes = Writes::default();
     for record in server.request_log().iter().skip(start) {
-        if !record.is_write() || !record.succeeded() || !record.subresource.is_empty() {
+        if !record.is_write() || !record.succeeded() || record.subresource.is_some() {
             continue;
         }
         if let Some(counts) = writes.kind_mut(&record.resource) {

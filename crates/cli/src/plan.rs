@@ -263,7 +263,7 @@ fn actions(
 ) -> Vec<Action> {
     let mut keyed: Vec<((u8, String, String), Action)> = Vec::new();
     for record in log {
-        if !record.is_write() || !record.succeeded() || !record.subresource.is_empty() {
+        if !record.is_write() || !record.succeeded() || record.subresource.is_some() {
             continue;
         }
         let (rank, kind) = match (record.group.as_str(), record.resource.as_str()) {
@@ -280,8 +280,10 @@ fn actions(
             meta.remove("resourceVersion");
             meta.remove("managedFields");
         }
+        let namespace = record.namespace.clone().unwrap_or_default();
+        let name = record.name.clone().unwrap_or_default();
         let service = if kind == "Endpoints" {
-            record.name.clone()
+            name.clone()
         } else {
             let labelled = object
                 .as_ref()
@@ -289,7 +291,7 @@ fn actions(
                 .and_then(|l| l.get(SERVICE_NAME))
                 .and_then(Value::as_str)
                 .map(str::to_owned);
-            let slice = (record.namespace.clone(), record.name.clone());
+            let slice = (namespace.clone(), name.clone());
             match labelled {
                 Some(service) => {
                     slice_services.insert(slice, service.clone());
@@ -304,12 +306,12 @@ fn actions(
             object = None;
         }
         keyed.push((
-            (rank, record.namespace.clone(), service),
+            (rank, namespace.clone(), service),
             Action {
                 verb: record.verb.clone(),
                 kind,
-                namespace: record.namespace.clone(),
-                name: record.name.clone(),
+                namespace,
+                name,
                 object,
             },
         ));

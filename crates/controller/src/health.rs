@@ -1,15 +1,25 @@
-//! The HTTP endpoints operators probe: `/metrics`, `/healthz` and `/readyz`.
+//! The HTTP endpoints operators probe: `/metrics`, `/healthz`, `/livez` and `/readyz`.
 //!
-//! `/healthz` answers 200 while the process serves at all (a liveness probe). `/readyz`
-//! answers 200 only once [`Readiness`] is set, which the wiring does when the informers have
-//! synced, so a rollout waits for a replica that could actually work. `/metrics` renders the
-//! registry in Prometheus' text format. Like mini-redis's server, [`serve`] takes a bound
-//! listener and a shutdown future, so tests bind `127.0.0.1:0` and stop it when they like.
+//! `/healthz` and `/livez` (the same checks; kube-controller-manager serves both) answer 200
+//! unless the process is wedged, as [`Liveness`] tracks: this replica leads but has not
+//! renewed its Lease for longer than the renew deadline plus a margin, it lost the Lease
+//! and is stopping, or the controllers' task ended without being asked to. A failing
+//! liveness probe restarts the pod, and the standby takes over.
+//!
+//! `/readyz` answers 200 once [`Readiness`] is set. With leader election, a standby that
+//! waits for the Lease is ready (it runs no informers, like kube-controller-manager's
+//! standby); the leader is ready once its informers synced. So a two-replica rollout
+//! proceeds, and a leader that cannot sync is taken out of the metrics Service.
+//!
+//! `/metrics` renders the registry in Prometheus' text format. Like mini-redis's server,
+//! [`serve`] takes a bound listener and a shutdown future, so tests bind `127.0.0.1:0` and
+//! stop it when they like.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -18,6 +28,7 @@ use axum::routing::get;
 use axum::Router;
 use prometheus::Registry;
 use tokio::net::TcpListener;
+use tokio::time::Instant;
 use tracing::warn;
 
 use crate::config::ServingSettings;
@@ -44,22 +55,147 @@ impl Readiness {
     }
 }
 
+/// What this replica knows of its own Lease, for the liveness check.
+#[derive(Debug, Clone, Copy, Default)]
+enum LeaseState {
+    /// Not leading (a standby, or leader election off): nothing to check.
+    #[default]
+    NotLeading,
+    /// Leading; the Lease was last written at `renewed` and must be again within `timeout`.
+    Leading { renewed: Instant, timeout: Duration },
+    /// Leadership was lost; the controllers are stopping and the process will exit.
+    Lost,
+}
+
+#[derive(Debug, Default)]
+struct LivenessState {
+    lease: LeaseState,
+    /// Why the controllers' task ended on its own, if it did.
+    controllers_stopped: Option<String>,
+}
+
+/// The checks of `/healthz` and `/livez`. Clones share the state. The leader elector
+/// reports its renewals (see [`crate::leader::LeaderElector::with_liveness`]); the wiring
+/// reports controllers that stopped.
+#[derive(Debug, Clone, Default)]
+pub struct Liveness(Arc<Mutex<LivenessState>>);
+
+/// One named check's result, as `/healthz` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckResult {
+    /// `leader-election` or `controllers`.
+    pub name: &'static str,
+    /// Why it fails; `None` when it passes.
+    pub failure: Option<String>,
+}
+
+impl Liveness {
+    /// Checks that pass: not leading, nothing stopped.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LivenessState> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// This replica wrote the Lease as its holder just now; it must again within `timeout`.
+    pub fn renewed(&self, timeout: Duration) {
+        self.lock().lease = LeaseState::Leading {
+            renewed: Instant::now(),
+            timeout,
+        };
+    }
+
+    /// This replica handed the Lease back (or never held it).
+    pub fn not_leading(&self) {
+        self.lock().lease = LeaseState::NotLeading;
+    }
+
+    /// This replica could not renew within the renew deadline and gave up leading.
+    pub fn lost(&self) {
+        self.lock().lease = LeaseState::Lost;
+    }
+
+    /// The controllers' task ended, or died, without being asked to stop.
+    pub fn controllers_stopped(&self, why: impl Into<String>) {
+        self.lock().controllers_stopped = Some(why.into());
+    }
+
+    /// Every check, at `now`.
+    pub fn check(&self, now: Instant) -> Vec<CheckResult> {
+        let state = self.lock();
+        let lease = match state.lease {
+            LeaseState::NotLeading => None,
+            LeaseState::Leading { renewed, timeout } => {
+                let since = now.saturating_duration_since(renewed);
+                (since > timeout).then(|| {
+                    format!(
+                        "leading, but the Lease was last renewed {:.1}s ago (allowed: {:.1}s)",
+                        since.as_secs_f64(),
+                        timeout.as_secs_f64()
+                    )
+                })
+            }
+            LeaseState::Lost => Some("the leader Lease was lost; stopping".to_owned()),
+        };
+        vec![
+            CheckResult {
+                name: "leader-election",
+                failure: lease,
+            },
+            CheckResult {
+                name: "controllers",
+                failure: state.controllers_stopped.clone(),
+            },
+        ]
+    }
+
+    /// Whether every check passes at `now`.
+    pub fn is_live(&self, now: Instant) -> bool {
+        self.check(now).iter().all(|c| c.failure.is_none())
+    }
+}
+
 #[derive(Clone)]
 struct AppState {
     registry: Registry,
     readiness: Readiness,
+    liveness: Liveness,
 }
 
 /// The routes, for serving or for calling in-process.
-pub fn router(registry: Registry, readiness: Readiness) -> Router {
+pub fn router(registry: Registry, readiness: Readiness, liveness: Liveness) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
-        .route("/healthz", get(|| async { "ok" }))
+        .route("/healthz", get(healthz))
+        .route("/livez", get(healthz))
         .route("/readyz", get(readyz))
         .with_state(AppState {
             registry,
             readiness,
+            liveness,
         })
+}
+
+/// Lists the checks as the Kubernetes components do (`[+]name ok`, `[-]name failed: why`).
+async fn healthz(State(state): State<AppState>) -> (StatusCode, String) {
+    let checks = state.liveness.check(Instant::now());
+    let mut body = String::new();
+    for check in &checks {
+        match &check.failure {
+            None => body.push_str(&format!("[+]{} ok\n", check.name)),
+            Some(why) => body.push_str(&format!("[-]{} failed: {why}\n", check.name)),
+        }
+    }
+    if checks.iter().all(|c| c.failure.is_none()) {
+        body.push_str("healthz check passed\n");
+        (StatusCode::OK, body)
+    } else {
+        warn!(checks = %body.trim_end().replace('\n', "; "), "healthz check failed");
+        body.push_str("healthz check failed\n");
+        (StatusCode::INTERNAL_SERVER_ERROR, body)
+    }
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
@@ -76,7 +212,10 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
     if state.readiness.is_ready() {
         (StatusCode::OK, "ok")
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "informers not synced")
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "not ready: informers not synced",
+        )
     }
 }
 
@@ -91,9 +230,10 @@ pub async fn serve(
     listener: TcpListener,
     registry: Registry,
     readiness: Readiness,
+    liveness: Liveness,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(registry, readiness))
+    axum::serve(listener, router(registry, readiness, liveness))
         .with_graceful_shutdown(shutdown)
         .await
 }
@@ -122,7 +262,7 @@ mod tests {
     #[tokio::test]
     async fn readyz_answers_200_only_once_ready() {
         let readiness = Readiness::new();
-        let router = router(Registry::new(), readiness.clone());
+        let router = router(Registry::new(), readiness.clone(), Liveness::new());
         assert_eq!(
             call(router.clone(), "/readyz").await.0,
             StatusCode::SERVICE_UNAVAILABLE
@@ -132,13 +272,64 @@ mod tests {
         assert_eq!(call(router, "/readyz").await.0, StatusCode::OK);
     }
 
+    #[tokio::test(start_paused = true)]
+    async fn healthz_fails_once_a_leader_has_not_renewed_for_longer_than_allowed() {
+        let liveness = Liveness::new();
+        let router = router(Registry::new(), Readiness::new(), liveness.clone());
+        liveness.renewed(Duration::from_secs(30));
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert_eq!(call(router.clone(), "/healthz").await.0, StatusCode::OK);
+        tokio::time::advance(Duration::from_millis(1)).await;
+        let (status, body) = call(router.clone(), "/livez").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(
+            body.contains("[-]leader-election failed: leading, but"),
+            "{body}"
+        );
+        assert!(body.contains("[+]controllers ok"), "{body}");
+
+        liveness.renewed(Duration::from_secs(30));
+        assert_eq!(call(router.clone(), "/healthz").await.0, StatusCode::OK);
+        liveness.not_leading();
+        tokio::time::advance(Duration::from_secs(3600)).await;
+        assert_eq!(
+            call(router, "/healthz").await.0,
+            StatusCode::OK,
+            "a standby has nothing to renew"
+        );
+    }
+
+    #[tokio::test]
+    async fn healthz_fails_after_a_lost_lease_or_stopped_controllers() {
+        let lost = Liveness::new();
+        lost.lost();
+        let (status, body) =
+            call(router(Registry::new(), Readiness::new(), lost), "/healthz").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(body.contains("Lease was lost"), "{body}");
+
+        let stopped = Liveness::new();
+        stopped.controllers_stopped("the controllers panicked");
+        let (status, body) =
+            call(router(Registry::new(), Readiness::new(), stopped), "/livez").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(
+            body.contains("[-]controllers failed: the controllers panicked"),
+            "{body}"
+        );
+    }
+
     #[tokio::test]
     async fn metrics_renders_the_registry() {
         let registry = Registry::new();
         let counter = prometheus::IntCounter::new("test_counter", "A test counter.").unwrap();
         registry.register(Box::new(counter.clone())).unwrap();
         counter.inc();
-        let (status, body) = call(router(registry, Readiness::new()), "/metrics").await;
+        let (status, body) = call(
+            router(registry, Readiness::new(), Liveness::new()),
+            "/metrics",
+        )
+        .await;
         assert_eq!(status, StatusCode::OK);
         assert!(body.contains("test_counter 1"), "{body}");
     }
@@ -148,9 +339,15 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, Registry::new(), Readiness::new(), async {
-            let _ = stopped.await;
-        }));
+        let server = tokio::spawn(serve(
+            listener,
+            Registry::new(),
+            Readiness::new(),
+            Liveness::new(),
+            async {
+                let _ = stopped.await;
+            },
+        ));
 
         let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
         stream

@@ -25,6 +25,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::config::LeaderElectionSettings;
+use crate::health::Liveness;
+
+/// How long past the renew deadline a leader may go without renewing before `/healthz`
+/// fails: kube-controller-manager's leader-election health check allows 20s on top of its
+/// lease duration. We count from the renew deadline, the point where a healthy elector has
+/// already given up leading, so only a wedged one trips the check.
+pub const HEALTH_CHECK_MARGIN: Duration = Duration::from_secs(20);
 
 /// client-go's jitter factor for the acquire loop: waits are 1x to 2.2x the retry period.
 const JITTER_FACTOR: f64 = 1.2;
@@ -187,6 +194,8 @@ pub struct LeaderElector {
     election: Election,
     /// The Lease as last read or written, for its resourceVersion.
     lease: Option<Lease>,
+    /// Where to report renewals, and the margin past the renew deadline it allows.
+    liveness: Option<(Liveness, Duration)>,
 }
 
 impl LeaderElector {
@@ -200,7 +209,16 @@ impl LeaderElector {
             settings,
             election,
             lease: None,
+            liveness: None,
         }
+    }
+
+    /// Reports each renewal to `liveness`, which then fails when this elector leads but has
+    /// not renewed for the renew deadline plus `margin` (see [`HEALTH_CHECK_MARGIN`]), and
+    /// once the Lease is lost.
+    pub fn with_liveness(mut self, liveness: Liveness, margin: Duration) -> Self {
+        self.liveness = Some((liveness, margin));
+        self
     }
 
     /// This elector's identity.
@@ -247,6 +265,13 @@ impl LeaderElector {
             () = &mut shutdown => Some(LeadershipEnd::ShutDown),
         };
         token.cancel();
+        if end == Some(LeadershipEnd::Lost) {
+            // Before waiting for the controllers: if they hang while stopping, the liveness
+            // probe restarts the process.
+            if let Some((liveness, _)) = &self.liveness {
+                liveness.lost();
+            }
+        }
         let end = match end {
             Some(end) => {
                 lead.await;
@@ -328,7 +353,11 @@ impl LeaderElector {
                 let spec = lease.spec.clone().unwrap_or_default();
                 self.election.wrote(spec, Instant::now());
                 self.lease = Some(lease);
-                self.election.is_leader()
+                let leading = self.election.is_leader();
+                if let (true, Some((liveness, margin))) = (leading, &self.liveness) {
+                    liveness.renewed(self.settings.renew_deadline + *margin);
+                }
+                leading
             }
             Err(error) => {
                 warn!(lease = %name, %error, "cannot write leader lease");
@@ -352,7 +381,12 @@ impl LeaderElector {
             .replace(&name, &PostParams::default(), &lease)
             .await
         {
-            Ok(_) => info!(lease = %name, "released leader lease"),
+            Ok(_) => {
+                info!(lease = %name, "released leader lease");
+                if let Some((liveness, _)) = &self.liveness {
+                    liveness.not_leading();
+                }
+            }
             Err(error) => warn!(lease = %name, %error, "cannot release leader lease"),
         }
     }

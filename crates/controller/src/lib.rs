@@ -38,6 +38,7 @@ pub mod leader;
 pub mod metrics;
 pub mod mirroring;
 pub mod queue;
+pub mod replica;
 pub mod service_queuer;
 pub mod service_workers;
 pub mod shadow;

@@ -201,7 +201,8 @@ async fn serve(
         tokio::time::sleep(decision.delay).await;
     }
     if let Some(error) = decision.error {
-        return error.into_response();
+        // Refused by an injected fault: still a request the client sent.
+        return log_request(&shared, verb, &target, &headers, error.into_response()).await;
     }
     let table = match table::requested(&headers, &params) {
         Ok(table) => table,
@@ -218,7 +219,7 @@ async fn serve(
         },
         "watch" => {
             let response = watch::watch(shared.clone(), target.clone(), &params, table);
-            return log_request(&shared, verb, &target, response).await;
+            return log_request(&shared, verb, &target, &headers, response).await;
         }
         "create" => write::create_request(&shared, &target, &body),
         "update" => write::update_request(&shared, &target, &body),
@@ -227,30 +228,23 @@ async fn serve(
         _ => write::delete_collection_request(&shared, &target, &params, &body),
     };
     let response = result.unwrap_or_else(IntoResponse::into_response);
-    log_request(&shared, verb, &target, response).await
+    log_request(&shared, verb, &target, &headers, response).await
 }
 
 /// Records the request in the server's request log when recording is on. Accepted writes keep
 /// the object the server answered; a create takes its name from it (it may be generated).
-async fn log_request(shared: &Shared, verb: &str, target: &Target, response: Response) -> Response {
+async fn log_request(
+    shared: &Shared,
+    verb: &str,
+    target: &Target,
+    headers: &HeaderMap,
+    response: Response,
+) -> Response {
     if !shared.requests.enabled() {
         return response;
     }
     let code = response.status();
-    let mut record = RequestRecord {
-        verb: verb.to_owned(),
-        group: target.resource.group.to_owned(),
-        resource: target.resource.plural.to_owned(),
-        subresource: if target.status {
-            "status".into()
-        } else {
-            String::new()
-        },
-        namespace: target.namespace.clone().unwrap_or_default(),
-        name: target.name.clone().unwrap_or_default(),
-        code: code.as_u16(),
-        object: None,
-    };
+    let mut record = RequestRecord::new(verb, target, headers, code.as_u16());
     let keep_body = code.is_success()
         && !target.dry_run
         && matches!(verb, "create" | "update" | "patch" | "delete");
@@ -267,10 +261,8 @@ async fn log_request(shared: &Shared, verb: &str, target: &Target, response: Res
         // A delete answers with the object while finalizers hold it, or with a Status once
         // it is gone; only objects are kept.
         if object.get("kind").and_then(Value::as_str) != Some("Status") {
-            if record.name.is_empty() {
-                record.name = crate::store::meta_str(&object, "name")
-                    .unwrap_or_default()
-                    .to_owned();
+            if record.name.is_none() {
+                record.name = crate::store::meta_str(&object, "name").map(str::to_owned);
             }
             record.object = Some(object);
         }

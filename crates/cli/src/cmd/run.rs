@@ -3,14 +3,16 @@
 use crate::args::{parse_duration, ControllerFlags};
 use anyhow::{Context, Result};
 use clap::Args;
-use controller::health::{self, Readiness};
-use controller::leader::{default_identity, LeaderElector, LeadershipEnd};
+use controller::health::{self, Liveness, Readiness};
+use controller::leader::{default_identity, LeadershipEnd, HEALTH_CHECK_MARGIN};
+use controller::replica::Replica;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Run the Endpoints and EndpointSlice controllers against a cluster, in place of
-/// kube-controller-manager's (start it with `--controllers=*,-endpoint,-endpointslice`).
+/// kube-controller-manager's (start it with
+/// `--controllers=*,-endpoints-controller,-endpointslice-controller`).
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// kubeconfig to use; without it, the in-cluster config or the default kubeconfig.
@@ -78,7 +80,7 @@ pub fn cancel_on_signals(token: CancellationToken) {
 }
 
 /// What `run` and `dev` share: a client, the controller options, a shutdown token cancelled by
-/// SIGINT/SIGTERM, and the /metrics, /healthz, /readyz server.
+/// SIGINT/SIGTERM, and the /metrics, /healthz, /livez, /readyz server.
 pub struct Session {
     /// Client to the API server.
     pub client: kube::Client,
@@ -92,6 +94,8 @@ pub struct Session {
     pub readiness: Readiness,
     /// Whether the controllers have work queued or in flight.
     pub activity: controller::Activity,
+    /// Served on /healthz and /livez.
+    pub liveness: Liveness,
     /// Where the health server listens.
     pub metrics_addr: std::net::SocketAddr,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
@@ -112,6 +116,7 @@ impl Session {
         cancel_on_signals(shutdown.clone());
         let registry = prometheus::Registry::new();
         let readiness = Readiness::new();
+        let liveness = Liveness::new();
         let listener = health::bind(&settings.serving).await.with_context(|| {
             format!(
                 "binding --bind-address {} --port {}",
@@ -119,11 +124,12 @@ impl Session {
             )
         })?;
         let metrics_addr = listener.local_addr()?;
-        tracing::info!(address = %metrics_addr, "serving /metrics, /healthz and /readyz");
+        tracing::info!(address = %metrics_addr, "serving /metrics, /healthz, /livez and /readyz");
         let server = tokio::spawn(health::serve(
             listener,
             registry.clone(),
             readiness.clone(),
+            liveness.clone(),
             {
                 let t = shutdown.clone();
                 async move { t.cancelled().await }
@@ -145,6 +151,7 @@ impl Session {
             registry,
             readiness,
             activity: controller::Activity::new(),
+            liveness,
             metrics_addr,
             server,
         })
@@ -176,7 +183,8 @@ impl Session {
     }
 }
 
-/// Runs the command; false when leadership was lost (the process exits non-zero).
+/// Runs the command; false when leadership was lost or the controllers stopped on their own
+/// (the process exits non-zero).
 pub async fn run(args: RunArgs) -> Result<bool> {
     let (endpoints, endpoint_slices) = args.controllers.enabled()?;
     let mut settings = args.controllers.settings(args.kubeconfig.clone())?;
@@ -205,32 +213,27 @@ pub async fn run(args: RunArgs) -> Result<bool> {
     let ok = if settings.leader_election.enabled {
         let identity = default_identity();
         tracing::info!(identity, lease = %settings.leader_election.resource_name, "waiting for leadership");
-        let elector = LeaderElector::new(
-            session.client.clone(),
-            settings.leader_election.clone(),
+        let replica = Replica {
+            client: session.client.clone(),
+            options: session.options.clone(),
+            registry: session.registry.clone(),
+            readiness: session.readiness.clone(),
+            liveness: session.liveness.clone(),
             identity,
-        );
-        let end = elector
-            .run(
-                |token| {
-                    let run = session.controllers(token);
-                    async move {
-                        if let Err(err) = run.await {
-                            tracing::error!(%err, "controllers stopped");
-                        }
-                    }
-                },
-                {
-                    let t = session.shutdown.clone();
-                    async move { t.cancelled().await }
-                },
-            )
-            .await;
-        if matches!(end, LeadershipEnd::Lost) {
-            tracing::error!("leader election lost");
-            false
-        } else {
-            true
+            health_margin: HEALTH_CHECK_MARGIN,
+        };
+        match replica.run(session.shutdown.clone()).await {
+            LeadershipEnd::ShutDown => true,
+            LeadershipEnd::Lost => {
+                tracing::error!("leader election lost");
+                false
+            }
+            LeadershipEnd::Finished => {
+                tracing::error!(
+                    "controllers stopped on their own; exiting so a replica takes over"
+                );
+                false
+            }
         }
     } else {
         session.controllers(session.shutdown.clone()).await?;

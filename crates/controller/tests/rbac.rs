@@ -1,0 +1,615 @@
+//! Least privilege, proven: the controllers' scenarios run against the embedded API server
+//! with its request log on, and every request they sent must be granted by the RBAC
+//! manifests in `deploy/`, while every verb a rule there grants must have been used.
+//!
+//! The controllers get their own client, marked by a `User-Agent`, so the requests the test
+//! itself makes to set scenes up are told apart. One grant is needed without a request: the
+//! OwnerReferencesPermissionEnforcement admission plugin lets a client set
+//! `blockOwnerDeletion` on an owner reference only if it may update the owner's
+//! `finalizers` subresource, so each such reference the controllers wrote counts as an
+//! `update services/finalizers`.
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use apiserver::{FaultResponse, RequestRecord};
+use controller::config::LeaderElectionSettings;
+use controller::health::Readiness;
+use controller::leader::{LeaderElector, LeadershipEnd};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
+use kube::Client;
+use prometheus::Registry;
+use serde_json::Value;
+use support::{options, pod, pod_names, service, within, TestCluster};
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+/// The `User-Agent` of the controllers' client.
+const AGENT: &str = "kube-endpoints-under-test";
+/// Where the Deployment runs, and its ServiceAccount.
+const NAMESPACE: &str = "kube-system";
+const SERVICE_ACCOUNT: &str = "kube-endpoints";
+const LEASE: &str = "kube-endpoints";
+const NS: &str = "default";
+
+// ---- the RBAC rules of deploy/ ----
+
+/// A rule and where it applies: `None` everywhere (a ClusterRole bound cluster-wide), or
+/// one namespace (a Role).
+#[derive(Debug, Clone)]
+struct Grant {
+    source: String,
+    namespace: Option<String>,
+    rule: PolicyRule,
+}
+
+/// One verb on one resource that a rule grants: what "used" is checked for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Permission {
+    source: String,
+    namespace: Option<String>,
+    verb: String,
+    group: String,
+    resource: String,
+    names: Vec<String>,
+}
+
+/// A request as an authoriser sees it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Attributes {
+    verb: String,
+    group: String,
+    /// `resource` or `resource/subresource`, as RBAC rules name them.
+    resource: String,
+    namespace: Option<String>,
+    name: Option<String>,
+}
+
+impl From<&RequestRecord> for Attributes {
+    fn from(r: &RequestRecord) -> Self {
+        Self {
+            verb: r.verb.clone(),
+            group: r.group.clone(),
+            resource: match &r.subresource {
+                Some(sub) => format!("{}/{sub}", r.resource),
+                None => r.resource.clone(),
+            },
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+        }
+    }
+}
+
+fn deploy_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
+}
+
+/// The YAML documents of every file the kustomization lists.
+fn manifests() -> Vec<(String, Value)> {
+    let dir = deploy_dir();
+    let kustomization: Value = serde_norway::from_str(
+        &std::fs::read_to_string(dir.join("kustomization.yaml")).expect("reading kustomization"),
+    )
+    .expect("parsing kustomization");
+    let files = kustomization["resources"]
+        .as_array()
+        .expect("kustomization resources");
+    files
+        .iter()
+        .map(|f| f.as_str().expect("a file name").to_owned())
+        .map(|file| {
+            let text = std::fs::read_to_string(dir.join(&file)).expect("reading a manifest");
+            let value: Value = serde_norway::from_str(&text).expect("parsing a manifest");
+            (file, value)
+        })
+        .collect()
+}
+
+fn parse<T: serde::de::DeserializeOwned>(file: &str, value: &Value) -> T {
+    serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// Whether a binding's subjects include our ServiceAccount.
+fn binds_us(subjects: Option<&Vec<k8s_openapi::api::rbac::v1::Subject>>) -> bool {
+    subjects.into_iter().flatten().any(|s| {
+        s.kind == "ServiceAccount"
+            && s.name == SERVICE_ACCOUNT
+            && s.namespace.as_deref() == Some(NAMESPACE)
+    })
+}
+
+/// The rules bound to our ServiceAccount, following bindings to their roles.
+fn grants() -> Vec<Grant> {
+    let manifests = manifests();
+    let of_kind = |kind: &str| {
+        manifests
+            .iter()
+            .filter(move |(_, v)| v["kind"] == kind)
+            .collect::<Vec<_>>()
+    };
+    let mut grants = Vec::new();
+    for (file, value) in of_kind("ClusterRoleBinding") {
+        let binding: ClusterRoleBinding = parse(file, value);
+        if !binds_us(binding.subjects.as_ref()) {
+            continue;
+        }
+        assert_eq!(binding.role_ref.kind, "ClusterRole", "{file}");
+        for (file, value) in of_kind("ClusterRole") {
+            let role: ClusterRole = parse(file, value);
+            if role.metadata.name.as_deref() == Some(binding.role_ref.name.as_str()) {
+                for rule in role.rules.unwrap_or_default() {
+                    grants.push(Grant {
+                        source: file.clone(),
+                        namespace: None,
+                        rule,
+                    });
+                }
+            }
+        }
+    }
+    for (file, value) in of_kind("RoleBinding") {
+        let binding: RoleBinding = parse(file, value);
+        if !binds_us(binding.subjects.as_ref()) {
+            continue;
+        }
+        let namespace = binding.metadata.namespace.clone();
+        assert_eq!(binding.role_ref.kind, "Role", "{file}");
+        for (file, value) in of_kind("Role") {
+            let role: Role = parse(file, value);
+            if role.metadata.name.as_deref() == Some(binding.role_ref.name.as_str())
+                && role.metadata.namespace == namespace
+            {
+                for rule in role.rules.unwrap_or_default() {
+                    grants.push(Grant {
+                        source: file.clone(),
+                        namespace: namespace.clone(),
+                        rule,
+                    });
+                }
+            }
+        }
+    }
+    grants
+}
+
+fn lists(items: &[String], wanted: &str) -> bool {
+    items.iter().any(|i| i == "*" || i == wanted)
+}
+
+/// Whether `grant` authorises `request`, by RBAC's rules: verb, group and resource listed
+/// (or `*`), the name listed when the rule names resources (so never a create, list or
+/// watch), and a Role only in its own namespace.
+fn allows(grant: &Grant, request: &Attributes) -> bool {
+    let rule = &grant.rule;
+    let in_scope = grant.namespace.is_none() || grant.namespace == request.namespace;
+    let named = match rule.resource_names.as_deref() {
+        None | Some([]) => true,
+        Some(names) => request
+            .name
+            .as_ref()
+            .is_some_and(|n| names.iter().any(|m| m == n)),
+    };
+    in_scope
+        && named
+        && lists(&rule.verbs, &request.verb)
+        && lists(
+            rule.api_groups.as_deref().unwrap_or_default(),
+            &request.group,
+        )
+        && lists(
+            rule.resources.as_deref().unwrap_or_default(),
+            &request.resource,
+        )
+}
+
+/// Every (verb, group, resource) each grant lists, one by one.
+fn permissions(grants: &[Grant]) -> Vec<Permission> {
+    let mut out = Vec::new();
+    for g in grants {
+        let rule = &g.rule;
+        for verb in &rule.verbs {
+            for group in rule.api_groups.iter().flatten() {
+                for resource in rule.resources.iter().flatten() {
+                    out.push(Permission {
+                        source: g.source.clone(),
+                        namespace: g.namespace.clone(),
+                        verb: verb.clone(),
+                        group: group.clone(),
+                        resource: resource.clone(),
+                        names: rule.resource_names.clone().unwrap_or_default(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What a check of requests against grants found.
+#[derive(Debug, Default, PartialEq)]
+struct Verdict {
+    /// Requests no grant allows.
+    denied: BTreeSet<Attributes>,
+    /// Permissions no request needed.
+    unused: BTreeSet<Permission>,
+}
+
+fn check(grants: &[Grant], requests: &BTreeSet<Attributes>) -> Verdict {
+    let denied = requests
+        .iter()
+        .filter(|r| !grants.iter().any(|g| allows(g, r)))
+        .cloned()
+        .collect();
+    let unused = permissions(grants)
+        .into_iter()
+        .filter(|p| {
+            let narrowed = Grant {
+                source: p.source.clone(),
+                namespace: p.namespace.clone(),
+                rule: PolicyRule {
+                    verbs: vec![p.verb.clone()],
+                    api_groups: Some(vec![p.group.clone()]),
+                    resources: Some(vec![p.resource.clone()]),
+                    resource_names: Some(p.names.clone()),
+                    non_resource_urls: None,
+                },
+            };
+            !requests.iter().any(|r| allows(&narrowed, r))
+        })
+        .collect();
+    Verdict { denied, unused }
+}
+
+// ---- the scenarios ----
+
+/// A client to `cluster` whose requests carry [`AGENT`].
+fn controllers_client(cluster: &TestCluster) -> Client {
+    let service =
+        cluster
+            .server
+            .service()
+            .map_request(|mut request: http::Request<kube::client::Body>| {
+                request.headers_mut().insert(
+                    http::header::USER_AGENT,
+                    http::HeaderValue::from_static(AGENT),
+                );
+                request
+            });
+    Client::new(service, "default")
+}
+
+fn election() -> LeaderElectionSettings {
+    LeaderElectionSettings {
+        enabled: true,
+        lease_duration: Duration::from_secs(2),
+        renew_deadline: Duration::from_secs(1),
+        retry_period: Duration::from_millis(100),
+        resource_name: LEASE.into(),
+        resource_namespace: NAMESPACE.into(),
+    }
+}
+
+/// Creates, scales, fails and deletes Services while the controllers run behind a Lease,
+/// and returns what they asked of the server, plus the grants their writes imply.
+async fn controllers_requests() -> anyhow::Result<BTreeSet<Attributes>> {
+    let cluster = TestCluster::start().await;
+    cluster.server.record_requests(true);
+    let client = controllers_client(&cluster);
+    let mut opts = options();
+    // Two endpoints per slice, so that scaling down deletes a slice.
+    opts.settings.max_endpoints_per_slice = 2;
+    // Failed writes are reported as Events; a repeat is a patch of the first. Two Services
+    // fail twice each, whatever order their creates come in.
+    cluster
+        .faults()
+        .fail_next("create", "endpoints", 4, FaultResponse::InternalError);
+
+    let shutdown = CancellationToken::new();
+    let elector = LeaderElector::new(client.clone(), election(), "rbac".into());
+    let leading = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            elector
+                .run(
+                    |token| async move {
+                        controller::run(
+                            client,
+                            &opts,
+                            &Registry::new(),
+                            Readiness::new(),
+                            controller::Activity::new(),
+                            token,
+                        )
+                        .await
+                        .expect("the controllers run");
+                    },
+                    async move { shutdown.cancelled().await },
+                )
+                .await
+        }
+    });
+
+    cluster.create_namespace("shop").await?;
+    for ns in [NS, "shop"] {
+        cluster
+            .create_service(
+                &service("web")
+                    .ns(ns)
+                    .selector("app", "web")
+                    .port("http", 80, 8080),
+            )
+            .await?;
+    }
+    for i in 1..=3 {
+        cluster
+            .create_pod(
+                &pod(&format!("web-{i}"))
+                    .label("app", "web")
+                    .ip(&format!("10.0.0.{i}"))
+                    .ready(true),
+            )
+            .await?;
+    }
+    cluster
+        .create_pod(
+            &pod("shop-1")
+                .ns("shop")
+                .label("app", "web")
+                .ip("10.0.1.1")
+                .ready(true),
+        )
+        .await?;
+    cluster
+        .wait_for_slices(NS, "web", "three pods in two slices", |s| {
+            s.len() == 2 && pod_names(s) == ["web-1", "web-2", "web-3"]
+        })
+        .await;
+    cluster.wait_for_planned_endpoints(NS, "web").await;
+    cluster.wait_for_planned_endpoints("shop", "web").await;
+    // Four failures over two Services: one of them failed twice, and its Event was patched.
+    support::eventually("a repeated Event", || {
+        let cluster = &cluster;
+        async move {
+            let mut counts = Vec::new();
+            for ns in [NS, "shop"] {
+                let events = cluster
+                    .events(ns)
+                    .list(&Default::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                counts.extend(events.items.iter().map(|e| e.count.unwrap_or(1)));
+            }
+            if counts.iter().any(|c| *c >= 2) {
+                Ok(())
+            } else {
+                Err(format!("event counts {counts:?}"))
+            }
+        }
+    })
+    .await;
+
+    // Scale down (updates, and one slice fewer), flip readiness, delete a Service.
+    cluster.delete_pod(NS, "web-3").await?;
+    cluster.delete_pod(NS, "web-2").await?;
+    cluster.set_pod_ready(NS, "web-1", false).await?;
+    cluster
+        .wait_for_slices(NS, "web", "one not-ready pod in one slice", |s| {
+            s.len() == 1
+                && support::endpoint_of(s, "web-1")
+                    .is_some_and(|e| support::conditions(&e).0 == Some(false))
+        })
+        .await;
+    cluster.wait_for_planned_endpoints(NS, "web").await;
+
+    // The grants admission checks on the references the controllers wrote.
+    let mut implied = BTreeSet::new();
+    for ns in [NS, "shop"] {
+        for slice in cluster.managed_slices(ns, "web").await? {
+            for owner in slice.metadata.owner_references.iter().flatten() {
+                if owner.block_owner_deletion == Some(true) && owner.kind == "Service" {
+                    implied.insert(Attributes {
+                        verb: "update".into(),
+                        group: String::new(),
+                        resource: "services/finalizers".into(),
+                        namespace: Some(ns.into()),
+                        name: Some(owner.name.clone()),
+                    });
+                }
+            }
+        }
+    }
+
+    cluster.delete_service("shop", "web").await?;
+    support::eventually("the Endpoints of a deleted Service to go", || {
+        let cluster = &cluster;
+        async move {
+            match cluster.get_endpoints("shop", "web").await {
+                Ok(None) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        }
+    })
+    .await;
+
+    shutdown.cancel();
+    let end = within("the elector to stop", leading).await?;
+    assert_eq!(end, LeadershipEnd::ShutDown);
+
+    let mut requests: BTreeSet<Attributes> = cluster
+        .server
+        .request_log()
+        .iter()
+        .filter(|r| r.user_agent.as_deref() == Some(AGENT))
+        .map(Attributes::from)
+        .collect();
+    requests.extend(implied);
+    Ok(requests)
+}
+
+fn describe(requests: &BTreeSet<Attributes>) -> String {
+    requests
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {}/{} ns={:?} name={:?}",
+                r.verb, r.group, r.resource, r.namespace, r.name
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_rbac_grants_exactly_what_the_controllers_use() -> anyhow::Result<()> {
+    let requests = controllers_requests().await?;
+    let kinds: BTreeSet<_> = requests
+        .iter()
+        .map(|r| (r.verb.as_str(), r.resource.as_str()))
+        .collect();
+    for expected in [
+        ("watch", "pods"),
+        ("create", "endpointslices"),
+        ("delete", "endpointslices"),
+        ("delete", "endpoints"),
+        ("patch", "events"),
+        ("update", "leases"),
+    ] {
+        assert!(
+            kinds.contains(&expected),
+            "the scenarios should exercise {expected:?}; they sent\n{}",
+            describe(&requests)
+        );
+    }
+    let verdict = check(&grants(), &requests);
+    assert!(
+        verdict.denied.is_empty(),
+        "requests deploy/ does not grant:\n{}",
+        describe(&verdict.denied)
+    );
+    assert!(
+        verdict.unused.is_empty(),
+        "permissions in deploy/ nothing used: {:#?}",
+        verdict.unused
+    );
+    Ok(())
+}
+
+// ---- the matcher itself ----
+
+fn request(
+    verb: &str,
+    group: &str,
+    resource: &str,
+    ns: Option<&str>,
+    name: Option<&str>,
+) -> Attributes {
+    Attributes {
+        verb: verb.into(),
+        group: group.into(),
+        resource: resource.into(),
+        namespace: ns.map(Into::into),
+        name: name.map(Into::into),
+    }
+}
+
+#[test]
+fn removing_a_rule_from_deploy_leaves_its_requests_denied() {
+    let grants = grants();
+    let requests: BTreeSet<_> = [
+        request(
+            "create",
+            "discovery.k8s.io",
+            "endpointslices",
+            Some(NS),
+            None,
+        ),
+        request(
+            "update",
+            "coordination.k8s.io",
+            "leases",
+            Some(NAMESPACE),
+            Some(LEASE),
+        ),
+    ]
+    .into();
+    assert!(check(&grants, &requests).denied.is_empty());
+
+    let without_slices: Vec<_> = grants
+        .iter()
+        .filter(|g| {
+            !g.rule
+                .resources
+                .iter()
+                .flatten()
+                .any(|r| r == "endpointslices")
+        })
+        .cloned()
+        .collect();
+    assert_eq!(without_slices.len() + 1, grants.len(), "one rule removed");
+    let denied: Vec<_> = check(&without_slices, &requests)
+        .denied
+        .into_iter()
+        .collect();
+    assert_eq!(
+        denied,
+        [request(
+            "create",
+            "discovery.k8s.io",
+            "endpointslices",
+            Some(NS),
+            None
+        )]
+    );
+}
+
+#[test]
+fn a_role_grants_only_in_its_namespace_and_only_the_names_it_lists() {
+    let grants = grants();
+    let denied = |r: Attributes| !check(&grants, &[r].into()).denied.is_empty();
+    assert!(!denied(request(
+        "get",
+        "coordination.k8s.io",
+        "leases",
+        Some(NAMESPACE),
+        Some(LEASE)
+    )));
+    assert!(denied(request(
+        "get",
+        "coordination.k8s.io",
+        "leases",
+        Some(NS),
+        Some(LEASE)
+    )));
+    assert!(denied(request(
+        "get",
+        "coordination.k8s.io",
+        "leases",
+        Some(NAMESPACE),
+        Some("other")
+    )));
+    assert!(denied(request(
+        "update",
+        "",
+        "services",
+        Some(NS),
+        Some("web")
+    )));
+    assert!(denied(request("list", "", "secrets", None, None)));
+}
+
+#[test]
+fn a_permission_no_request_needed_is_reported_unused() {
+    let grants = grants();
+    let verdict = check(&grants, &[request("list", "", "pods", None, None)].into());
+    assert!(verdict
+        .unused
+        .iter()
+        .any(|p| p.verb == "watch" && p.resource == "pods"));
+    assert!(!verdict
+        .unused
+        .iter()
+        .any(|p| p.verb == "list" && p.resource == "pods"));
+}
