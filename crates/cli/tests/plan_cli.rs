@@ -352,7 +352,7 @@ fn bad_documents_are_reported_with_file_and_number_and_nothing_on_stdout() {
 }
 
 #[test]
-fn other_kinds_are_noted_and_pods_with_bad_ips_get_no_endpoint() {
+fn other_kinds_are_noted_and_objects_the_api_server_refuses_are_skipped_with_a_warning() {
     let mut docs = nodes();
     docs.push(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}));
     docs.push(service("web", json!({"ports": [{"port": 80}]})));
@@ -361,6 +361,12 @@ fn other_kinds_are_noted_and_pods_with_bad_ips_get_no_endpoint() {
     let (run, v) = plan(&[], &docs);
     assert_eq!(run.status, 0);
     assert!(run.stderr.contains("kind Deployment skipped"));
+    assert!(
+        run.stderr.contains("refuses it: loading Pod default/bad failed")
+            && run.stderr.contains("status.podIPs[0]"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(sizes(&v, "web"), vec![1]);
 }
 
