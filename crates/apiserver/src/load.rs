@@ -208,7 +208,8 @@ fn remap_forward_references(cluster: &mut Cluster, loaded: &[Loaded], uids: &Uid
 #[derive(Debug, Default)]
 pub struct LoadReport {
     /// The objects as finally stored, in input order (objects a delete removed at once, and
-    /// refused ones, are left out).
+    /// refused ones, are left out). Only [`apply_objects`] fills it: a lenient load of a large
+    /// cluster state should not hold a second copy of every object.
     pub stored: Vec<Value>,
     /// Why each refused object was refused, in input order.
     pub refused: Vec<LoadError>,
@@ -298,6 +299,9 @@ fn load(shared: &Shared, objects: Vec<Value>, lenient: bool) -> Result<LoadRepor
                 .map(drop)
                 .map_err(|e| item.rejected(e));
             refused[i] = !keep(result, &mut report)?;
+        }
+        if lenient {
+            return Ok(report);
         }
         report.stored = loaded
             .iter()

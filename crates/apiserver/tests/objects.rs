@@ -563,3 +563,29 @@ async fn unknown_paths_get_a_404_status_body() {
         (Some("Status"), Some("NotFound"))
     );
 }
+
+#[tokio::test]
+async fn lists_are_served_in_pages_of_the_asked_limit_until_the_continue_token_runs_out() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    for i in 0..5 {
+        pods.create(&PostParams::default(), &pod(&format!("web-{i}")))
+            .await
+            .unwrap();
+    }
+    let mut names = Vec::new();
+    let mut pages = 0;
+    let mut params = ListParams::default().limit(2);
+    loop {
+        let page = pods.list(&params).await.unwrap();
+        pages += 1;
+        assert!(page.items.len() <= 2);
+        names.extend(page.items.into_iter().filter_map(|p| p.metadata.name));
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => params = params.continue_token(&token),
+            _ => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    assert_eq!(names, ["web-0", "web-1", "web-2", "web-3", "web-4"]);
+}

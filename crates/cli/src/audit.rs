@@ -117,7 +117,9 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
     if let Some(max) = scope.max_endpoints_per_slice {
         settings.options.settings.max_endpoints_per_slice = max;
     }
-    let ours = plan(&objects, &settings)
+    let objects =
+        crate::manifests::into_values(objects).context("encoding the cluster's objects")?;
+    let ours = plan(objects, &settings)
         .await
         .context("running the controllers on a copy of the cluster")?;
     let ours = Written {

@@ -124,7 +124,7 @@ pub fn find_cases(root: &Path) -> Result<Vec<PathBuf>> {
 pub async fn run_offline(case: &Case) -> Result<Written> {
     let mut settings = PlanSettings::new(reconcile::Timestamp::now());
     settings.options.settings.max_endpoints_per_slice = case.max_endpoints_per_slice;
-    let outcome = plan(&case.objects, &settings)
+    let outcome = plan(to_values(&case.objects)?, &settings)
         .await
         .with_context(|| format!("case {}", case.name))?;
     Ok(Written {

@@ -4,6 +4,13 @@ mod args;
 mod cmd;
 
 use clap::{Parser, Subcommand};
+
+/// The controllers, the embedded server and `plan` allocate and free many small objects
+/// (projections, JSON values, requests); mimalloc serves that pattern faster than glibc's
+/// allocator and returns freed memory to the system more readily, which shows in both the
+/// CPU time and the peak RSS of `plan` on 10,000 pods.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 /// Kubernetes' Endpoints and EndpointSlice controllers, rebuilt in Rust.

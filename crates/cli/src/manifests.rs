@@ -72,6 +72,12 @@ impl Object {
     }
 }
 
+/// The objects as JSON, in order, as the API server loads them, each typed object dropped
+/// as soon as it is converted (a large cluster state is not held twice).
+pub fn into_values(objects: Vec<Object>) -> serde_json::Result<Vec<serde_json::Value>> {
+    objects.into_iter().map(|o| o.to_value()).collect()
+}
+
 /// The objects as JSON, in order, as the API server loads them.
 pub fn to_values(objects: &[Object]) -> serde_json::Result<Vec<serde_json::Value>> {
     objects.iter().map(Object::to_value).collect()

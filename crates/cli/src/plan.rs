@@ -11,7 +11,6 @@
 //! time, each controller runs one worker, and writes are reported per Service in the order
 //! that Service's sync sent them.
 
-use crate::manifests::{to_values, Object};
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::core::v1::{Endpoints, Event, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -140,15 +139,22 @@ pub struct Outcome {
     pub refused: Vec<String>,
 }
 
-/// Loads `objects` into a fresh in-process API server, runs the controllers until they
-/// settle, and reports what they did.
-pub async fn plan(objects: &[Object], settings: &PlanSettings) -> Result<Outcome> {
+/// How many changes the plan server's watch history keeps. The informers list after the load
+/// and watch from there, so the history only needs the controllers' own writes; the default
+/// window would mostly hold superseded copies of loaded objects.
+const HISTORY_WINDOW: usize = 2_000;
+
+/// Loads `objects` (manifests as JSON, as [`crate::manifests::into_values`] gives them) into a
+/// fresh in-process API server, runs the controllers until they settle, and reports what
+/// they did.
+pub async fn plan(objects: Vec<Value>, settings: &PlanSettings) -> Result<Outcome> {
     let server = apiserver::ApiServer::new(apiserver::Config {
         fixed_time: Some(settings.now),
         record_requests: true,
+        history_window: HISTORY_WINDOW,
         ..apiserver::Config::default()
     });
-    let report = server.load_objects(to_values(objects).context("re-encoding a manifest")?);
+    let report = server.load_objects(objects);
     let refused = report.refused.iter().map(|e| error_chain(e)).collect();
     drop(report);
     let client = kube::Client::new(server.service(), "default");

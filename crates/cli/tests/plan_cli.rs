@@ -362,7 +362,8 @@ fn other_kinds_are_noted_and_objects_the_api_server_refuses_are_skipped_with_a_w
     assert_eq!(run.status, 0);
     assert!(run.stderr.contains("kind Deployment skipped"));
     assert!(
-        run.stderr.contains("refuses it: loading Pod default/bad failed")
+        run.stderr
+            .contains("refuses it: loading Pod default/bad failed")
             && run.stderr.contains("status.podIPs[0]"),
         "{}",
         run.stderr

@@ -70,6 +70,8 @@ pub(crate) fn select(
 struct ListMeta {
     #[serde(rename = "resourceVersion")]
     resource_version: String,
+    #[serde(rename = "continue", skip_serializing_if = "Option::is_none")]
+    continue_: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -87,11 +89,21 @@ pub(crate) fn list_response(
     items: &[Arc<Value>],
     resource_version: u64,
 ) -> Response {
+    page_response(target, items, resource_version, None)
+}
+
+fn page_response(
+    target: &Target,
+    items: &[Arc<Value>],
+    resource_version: u64,
+    continue_: Option<String>,
+) -> Response {
     let list = List {
         kind: format!("{}List", target.resource.kind),
         api_version: target.resource.api_version(),
         metadata: ListMeta {
             resource_version: resource_version.to_string(),
+            continue_,
         },
         items: items.iter().map(|o| o.as_ref()).collect(),
     };
@@ -106,7 +118,54 @@ pub(crate) fn list(
     let selection = Selection::from_params(params)?;
     let (items, rv) = select(shared, target, &selection);
     check_list_version(shared, params, rv)?;
-    Ok(list_response(target, &items, rv))
+    let limit = match params.get("limit").map(String::as_str) {
+        None | Some("") => 0,
+        Some(l) => l
+            .parse::<usize>()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?,
+    };
+    let after = params.get("continue").filter(|c| !c.is_empty());
+    if limit == 0 && after.is_none() {
+        return Ok(list_response(target, &items, rv));
+    }
+    // Pages follow the store's (namespace, name) order; the token names the last object
+    // served and the resourceVersion of the first page, which every page reports. Unlike
+    // etcd, later pages see the current state, not a snapshot: enough for clients that page
+    // to bound their memory, as informers do.
+    let (first_rv, start) = match after {
+        Some(token) => {
+            let (rv, key) = token
+                .split_once('/')
+                .and_then(|(rv, key)| Some((rv.parse::<u64>().ok()?, key)))
+                .ok_or_else(|| {
+                    ApiError::bad_request(format!("invalid continue token {token:?}"))
+                })?;
+            let (ns, name) = key.split_once('/').unwrap_or(("", key));
+            let start = items.partition_point(|o| {
+                (
+                    crate::store::meta_str(o, "namespace").unwrap_or_default(),
+                    crate::store::meta_str(o, "name").unwrap_or_default(),
+                ) <= (ns, name)
+            });
+            (rv, start)
+        }
+        None => (rv, 0),
+    };
+    let end = if limit == 0 {
+        items.len()
+    } else {
+        (start + limit).min(items.len())
+    };
+    let page = &items[start.min(end)..end];
+    let continue_ = (end < items.len()).then(|| {
+        let last = &items[end - 1];
+        format!(
+            "{first_rv}/{}/{}",
+            crate::store::meta_str(last, "namespace").unwrap_or_default(),
+            crate::store::meta_str(last, "name").unwrap_or_default()
+        )
+    });
+    Ok(page_response(target, page, first_rv, continue_))
 }
 
 /// Refuses a list from a resourceVersion this server has not reached, as kube-apiserver does

@@ -3,7 +3,7 @@
 use crate::args::enabled_controllers;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use kube_endpoints::manifests::load_paths;
+use kube_endpoints::manifests::{into_values, load_paths};
 use kube_endpoints::plan::{plan, PlanSettings};
 use reconcile::Timestamp;
 use std::io::Write;
@@ -64,8 +64,8 @@ pub fn run(args: PlanArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let outcome = runtime.block_on(plan(&loaded.objects, &settings))?;
-    drop(loaded);
+    let objects = into_values(loaded.objects).context("re-encoding a manifest")?;
+    let outcome = runtime.block_on(plan(objects, &settings))?;
     for refused in &outcome.refused {
         eprintln!("warning: skipped, the API server refuses it: {refused}");
     }
@@ -76,8 +76,8 @@ pub fn run(args: PlanArgs) -> Result<()> {
         .chain(outcome.slices.iter().map(serde_json::to_value))
         .collect::<serde_json::Result<_>>()
         .context("encoding the objects")?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Thousands of objects: one buffered write each, not a write per line.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     match args.output {
         Format::Json => {
             let doc = serde_json::json!({
@@ -115,5 +115,6 @@ pub fn run(args: PlanArgs) -> Result<()> {
             }
         }
     }
+    out.flush()?;
     Ok(())
 }
