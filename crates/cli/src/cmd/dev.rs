@@ -39,13 +39,12 @@ pub async fn run(args: DevArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("kube-endpoints-dev.kubeconfig"));
     let handle = crate::cmd::apiserver::start(args.listen, &args.files, Some(&kubeconfig)).await?;
-    let (endpoints, endpoint_slices) = args.controllers.enabled()?;
     let mut flags = args.controllers.clone();
     if args.exit_when_synced && flags.port == 10252 {
         flags.port = 0;
     }
     let settings = flags.settings(Some(kubeconfig.clone()))?;
-    let session = Session::start(settings, endpoints, endpoint_slices).await?;
+    let session = Session::start(settings, &flags).await?;
     let metrics_addr = session.metrics_addr;
     eprintln!("controllers running (metrics on http://{metrics_addr}/metrics)");
     eprintln!(

@@ -1,6 +1,6 @@
 //! `kube-endpoints run`: the controllers against a cluster.
 
-use crate::args::{parse_duration, ControllerFlags};
+use crate::args::{parse_duration, ControllerFlags, EnabledControllers};
 use anyhow::{Context, Result};
 use clap::Args;
 use controller::health::{self, Readiness};
@@ -10,12 +10,16 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Run the Endpoints and EndpointSlice controllers against a cluster, in place of
-/// kube-controller-manager's (start it with `--controllers=*,-endpoint,-endpointslice`).
+/// kube-controller-manager's (start it with `--controllers=*,-endpoints-controller,-endpointslice-controller,
+/// -endpointslice-mirroring-controller`).
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// kubeconfig to use; without it, the in-cluster config or the default kubeconfig.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Address of the API server, overriding the kubeconfig's.
+    #[arg(long)]
+    pub master: Option<String>,
     #[command(flatten)]
     pub controllers: ControllerFlags,
     /// Hold a Lease so only one replica writes.
@@ -36,6 +40,18 @@ pub struct RunArgs {
     /// Namespace of the Lease.
     #[arg(long, default_value = "kube-system")]
     pub leader_elect_resource_namespace: String,
+    /// Kind of lock object; only `leases` (kube-controller-manager's default and, since the
+    /// other locks were removed upstream, its only choice).
+    #[arg(long, default_value = "leases", value_parser = parse_resource_lock)]
+    pub leader_elect_resource_lock: String,
+}
+
+fn parse_resource_lock(s: &str) -> Result<String, String> {
+    if s == "leases" {
+        Ok(s.to_owned())
+    } else {
+        Err(format!("{s:?}: only \"leases\" is supported"))
+    }
 }
 
 /// Cancels the token on SIGINT or SIGTERM.
@@ -86,10 +102,29 @@ impl Session {
     /// Connects, installs the signal handler and starts the health server.
     pub async fn start(
         settings: controller::config::Settings,
-        endpoints: bool,
-        endpoint_slices: bool,
+        flags: &ControllerFlags,
     ) -> Result<Self> {
+        let enabled: EnabledControllers = flags.enabled()?;
         settings.validate()?;
+        let unapplied = flags.serving.unapplied();
+        if !unapplied.is_empty() {
+            tracing::warn!(
+                flags = unapplied.join(" "),
+                "accepted for kube-controller-manager compatibility but not acted on: \
+                 /metrics, /healthz and /readyz are served over plain HTTP on --port"
+            );
+        }
+        if !flags.feature_gates.is_empty() {
+            let gates: Vec<String> = flags
+                .feature_gates
+                .iter()
+                .map(|(name, on)| format!("{name}={on}"))
+                .collect();
+            tracing::info!(
+                gates = gates.join(","),
+                "feature gates accepted; they do not change these controllers"
+            );
+        }
         let client = controller::client::build_client(&settings.client)
             .await
             .context("connecting to the API server")?;
@@ -114,10 +149,11 @@ impl Session {
                 async move { t.cancelled().await }
             },
         ));
+        // wired by the lead: `mirroring: enabled.mirroring` once controller::Options has it.
         let options = controller::Options {
             settings,
-            endpoints,
-            endpoint_slices,
+            endpoints: enabled.endpoints,
+            endpoint_slices: enabled.endpoint_slices,
         };
         Ok(Self {
             client,
@@ -159,15 +195,15 @@ impl Session {
 
 /// Runs the command; false when leadership was lost (the process exits non-zero).
 pub async fn run(args: RunArgs) -> Result<bool> {
-    let (endpoints, endpoint_slices) = args.controllers.enabled()?;
     let mut settings = args.controllers.settings(args.kubeconfig.clone())?;
+    settings.client.master = args.master.clone();
     settings.leader_election.enabled = args.leader_elect;
     settings.leader_election.lease_duration = args.leader_elect_lease_duration;
     settings.leader_election.renew_deadline = args.leader_elect_renew_deadline;
     settings.leader_election.retry_period = args.leader_elect_retry_period;
     settings.leader_election.resource_name = args.leader_elect_resource_name.clone();
     settings.leader_election.resource_namespace = args.leader_elect_resource_namespace.clone();
-    let session = Session::start(settings.clone(), endpoints, endpoint_slices).await?;
+    let session = Session::start(settings.clone(), &args.controllers).await?;
 
     let ok = if settings.leader_election.enabled {
         let identity = default_identity();
