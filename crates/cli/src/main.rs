@@ -2,6 +2,7 @@
 
 mod args;
 mod cmd;
+mod logging;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -56,12 +57,14 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Plan(args) => cmd::plan::run(args).map(|()| true),
         Command::Conformance(args) => cmd::conformance::run(args),
-        Command::Run(args) => runtime().and_then(|rt| rt.block_on(cmd::run::run(args))),
-        Command::Dev(args) => runtime()
+        Command::Run(args) => {
+            runtime(Some(&args.controllers.logging)).and_then(|rt| rt.block_on(cmd::run::run(args)))
+        }
+        Command::Dev(args) => runtime(Some(&args.controllers.logging))
             .and_then(|rt| rt.block_on(cmd::dev::run(args)))
             .map(|()| true),
-        Command::Bench(args) => runtime().and_then(|rt| rt.block_on(cmd::bench::run(args))),
-        Command::Apiserver(args) => runtime()
+        Command::Bench(args) => runtime(None).and_then(|rt| rt.block_on(cmd::bench::run(args))),
+        Command::Apiserver(args) => runtime(None)
             .and_then(|rt| rt.block_on(cmd::apiserver::run(args)))
             .map(|()| true),
     };
@@ -83,21 +86,17 @@ fn main() -> ExitCode {
     }
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    init_tracing();
+/// The async runtime, with logging set up from the command's flags (klog text at V(0)
+/// for commands without them).
+fn runtime(logging: Option<&args::LoggingFlags>) -> anyhow::Result<tokio::runtime::Runtime> {
+    let default = args::LoggingFlags {
+        verbosity: 0,
+        logging_format: args::LoggingFormat::Text,
+    };
+    logging::init(logging.unwrap_or(&default));
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)
-}
-
-/// Logs to stderr; `RUST_LOG` overrides the default `info` level.
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
 }
 
 #[cfg(test)]

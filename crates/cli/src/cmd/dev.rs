@@ -46,10 +46,13 @@ pub async fn run(args: DevArgs) -> Result<()> {
     let settings = flags.settings(Some(kubeconfig.clone()))?;
     let session = Session::start(settings, &flags).await?;
     let metrics_addr = session.metrics_addr;
-    eprintln!("controllers running (metrics on http://{metrics_addr}/metrics)");
-    eprintln!(
-        "use it with: kubectl --kubeconfig {} get endpointslices,endpoints -A",
-        kubeconfig.display()
+    tracing::info!(
+        metrics = %format!("http://{metrics_addr}/metrics"),
+        hint = %format!(
+            "kubectl --kubeconfig {} get endpointslices,endpoints -A",
+            kubeconfig.display()
+        ),
+        "controllers running"
     );
     let controllers = tokio::spawn(session.controllers(session.shutdown.clone()));
     if args.exit_when_synced {
@@ -64,9 +67,7 @@ pub async fn run(args: DevArgs) -> Result<()> {
             )
             .await;
         if !settled {
-            eprintln!(
-                "warning: the controllers did not settle within 600s; printing what is there"
-            );
+            tracing::warn!("the controllers did not settle within 600s; printing what is there");
         }
         print_objects(&session.client).await?;
         session.shutdown.cancel();
