@@ -1,6 +1,7 @@
 //! The `kube-endpoints` binary.
 
 mod args;
+mod build_info;
 mod cmd;
 mod logging;
 

@@ -131,6 +131,7 @@ impl Session {
         let shutdown = CancellationToken::new();
         cancel_on_signals(shutdown.clone());
         let registry = prometheus::Registry::new();
+        crate::build_info::register(&registry).context("registering kubernetes_build_info")?;
         let readiness = Readiness::new();
         let listener = health::bind(&settings.serving).await.with_context(|| {
             format!(
