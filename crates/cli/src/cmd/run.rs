@@ -194,6 +194,23 @@ impl Session {
     }
 }
 
+/// Registers client-go's `leader_election_master_status{name}`: 1 while this replica leads
+/// the Lease `name`, 0 otherwise.
+fn master_status(registry: &prometheus::Registry, name: &str) -> Result<prometheus::IntGauge> {
+    let gauge = prometheus::IntGaugeVec::new(
+        prometheus::Opts::new(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates \
+             backup, 1 indicates master. 'name' is the string used to identify the lease.",
+        ),
+        &["name"],
+    )?;
+    registry.register(Box::new(gauge.clone()))?;
+    let status = gauge.with_label_values(&[name]);
+    status.set(0);
+    Ok(status)
+}
+
 /// Runs the command; false when leadership was lost (the process exits non-zero).
 pub async fn run(args: RunArgs) -> Result<bool> {
     let mut settings = args.controllers.settings(args.kubeconfig.clone())?;
@@ -214,14 +231,18 @@ pub async fn run(args: RunArgs) -> Result<bool> {
             settings.leader_election.clone(),
             identity,
         );
+        let master = master_status(&session.registry, &settings.leader_election.resource_name)?;
         let end = elector
             .run(
                 |token| {
                     let run = session.controllers(token);
+                    let master = master.clone();
                     async move {
+                        master.set(1);
                         if let Err(err) = run.await {
                             tracing::error!(%err, "controllers stopped");
                         }
+                        master.set(0);
                     }
                 },
                 {
@@ -242,4 +263,26 @@ pub async fn run(args: RunArgs) -> Result<bool> {
     };
     session.finish().await;
     Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use prometheus::Encoder;
+
+    #[test]
+    fn leader_status_is_exported_by_lease_name() {
+        let registry = prometheus::Registry::new();
+        let status = master_status(&registry, "kube-endpoints").expect("registers");
+        status.set(1);
+        let mut out = Vec::new();
+        prometheus::TextEncoder::new()
+            .encode(&registry.gather(), &mut out)
+            .expect("encodes");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(
+            text.contains("leader_election_master_status{name=\"kube-endpoints\"} 1"),
+            "{text}"
+        );
+    }
 }
