@@ -57,17 +57,19 @@ const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
 /// Flags shared by `run` and `dev`.
 #[derive(Debug, Args, Clone)]
 pub struct ControllerFlags {
-    /// Controllers to run: `endpoint`, `endpointslice`, `*` (both); `-name` disables one.
+    /// Controllers to run, as kube-controller-manager reads the list: `*` (all three),
+    /// `endpoints-controller` (`endpoint`), `endpointslice-controller` (`endpointslice`),
+    /// `endpointslice-mirroring-controller` (`endpointslicemirroring`); `-name` disables one.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     pub controllers: Vec<String>,
     /// Number of Endpoints syncs done at once.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub concurrent_endpoint_syncs: u32,
-    /// Number of EndpointSlice syncs done at once.
-    #[arg(long, default_value_t = 5)]
+    /// Number of EndpointSlice syncs done at once (1 to 50).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
     pub concurrent_service_endpoint_syncs: u32,
     /// Maximum endpoints in one EndpointSlice (1 to 1000).
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub max_endpoints_per_slice: u32,
     /// How long pod events wait before the Endpoints controller syncs (batches changes).
     #[arg(long, default_value = "0", value_parser = parse_duration)]
@@ -75,42 +77,300 @@ pub struct ControllerFlags {
     /// How long pod events wait before the EndpointSlice controller syncs.
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     pub endpointslice_updates_batch_period: Duration,
+    /// Number of syncs the EndpointSlice mirroring controller does at once (1 to 50).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub mirroring_concurrent_service_endpoint_syncs: u32,
+    /// Maximum endpoints the mirroring controller puts in one EndpointSlice (1 to 1000).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub mirroring_max_endpoints_per_subset: u32,
+    /// How long Endpoints events wait before the mirroring controller syncs.
+    #[arg(long, default_value = "0", value_parser = parse_duration)]
+    pub mirroring_endpointslice_updates_batch_period: Duration,
     /// Client-side limit of requests per second to the API server.
     #[arg(long, default_value_t = 20.0)]
     pub kube_api_qps: f32,
     /// Client-side burst of requests to the API server.
     #[arg(long, default_value_t = 30)]
     pub kube_api_burst: u32,
+    /// Content type of requests to the API server. Only `application/json` is spoken
+    /// (kube-controller-manager defaults to protobuf, which kube-rs does not encode).
+    #[arg(long, default_value = JSON_CONTENT_TYPE, value_parser = parse_content_type)]
+    pub kube_api_content_type: String,
     /// Address for /metrics, /healthz and /readyz.
     #[arg(long, default_value = "0.0.0.0")]
     pub bind_address: IpAddr,
-    /// Port for /metrics, /healthz and /readyz (0: any free port).
+    /// Port for /metrics, /healthz and /readyz over plain HTTP (0: any free port).
     #[arg(long, default_value_t = 10252)]
     pub port: u16,
+    #[command(flatten)]
+    pub serving: SecureServingFlags,
+    #[command(flatten)]
+    pub logging: LoggingFlags,
+    /// kube-controller-manager's `Name=true|false,...` feature gates. Accepted so that flag
+    /// files carry over; the controllers behave as the spec says whatever they are.
+    #[arg(long, value_delimiter = ',', value_parser = parse_feature_gate)]
+    pub feature_gates: Vec<(String, bool)>,
 }
 
-/// Which of the two controllers a `--controllers` list enables, as kube-controller-manager
-/// reads it (`*` is all, `-name` disables), as (endpoints, endpoint slices).
-pub fn enabled_controllers(list: &[String]) -> Result<(bool, bool)> {
-    let (mut endpoints, mut slices) = (false, false);
-    for item in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
-        match item {
-            "*" => (endpoints, slices) = (true, true),
-            "endpoint" | "endpoints" => endpoints = true,
-            "endpointslice" | "endpointslices" => slices = true,
-            "-endpoint" | "-endpoints" => endpoints = false,
-            "-endpointslice" | "-endpointslices" => slices = false,
-            other => bail!(
-                "--controllers: unknown controller {other:?} (known: endpoint, endpointslice, *)"
+/// The only content type the client speaks.
+pub const JSON_CONTENT_TYPE: &str = "application/json";
+
+fn parse_content_type(s: &str) -> Result<String, String> {
+    match s {
+        JSON_CONTENT_TYPE => Ok(s.to_owned()),
+        "application/vnd.kubernetes.protobuf" => {
+            Err("protobuf is not supported by kube-endpoints' client; use application/json".into())
+        }
+        other => Err(format!(
+            "unknown content type {other:?}; use application/json"
+        )),
+    }
+}
+
+fn parse_feature_gate(s: &str) -> Result<(String, bool), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected Name=true or Name=false"))?;
+    let value = match value.trim() {
+        "true" => true,
+        "false" => false,
+        other => return Err(format!("{name}: {other:?} is not true or false")),
+    };
+    if name.trim().is_empty() {
+        return Err(format!("{s:?}: missing gate name"));
+    }
+    Ok((name.trim().to_owned(), value))
+}
+
+/// kube-controller-manager's secure serving and delegated auth flags. They are accepted so
+/// that its flag files carry over; /metrics is still served over plain HTTP on `--port`, and
+/// the start-up log names each of these flags that was given and is not acted on.
+#[derive(Debug, Args, Clone)]
+pub struct SecureServingFlags {
+    /// HTTPS port kube-controller-manager serves on (not served by kube-endpoints yet).
+    #[arg(long, default_value_t = 10257)]
+    pub secure_port: u16,
+    /// Certificate for HTTPS serving.
+    #[arg(long)]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Key for HTTPS serving.
+    #[arg(long)]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// kubeconfig for TokenReview (delegated authentication).
+    #[arg(long)]
+    pub authentication_kubeconfig: Option<PathBuf>,
+    /// kubeconfig for SubjectAccessReview (delegated authorization).
+    #[arg(long)]
+    pub authorization_kubeconfig: Option<PathBuf>,
+    /// Paths served without authorization.
+    #[arg(long, value_delimiter = ',', default_value = "/healthz,/readyz,/livez")]
+    pub authorization_always_allow_paths: Vec<String>,
+    /// CA bundle for client certificate authentication.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+    /// CA bundle for the front proxy's client certificates.
+    #[arg(long)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+}
+
+impl SecureServingFlags {
+    /// The flags given that kube-endpoints does not act on yet.
+    pub fn unapplied(&self) -> Vec<&'static str> {
+        let given = [
+            ("--tls-cert-file", self.tls_cert_file.is_some()),
+            (
+                "--tls-private-key-file",
+                self.tls_private_key_file.is_some(),
             ),
+            (
+                "--authentication-kubeconfig",
+                self.authentication_kubeconfig.is_some(),
+            ),
+            (
+                "--authorization-kubeconfig",
+                self.authorization_kubeconfig.is_some(),
+            ),
+            ("--client-ca-file", self.client_ca_file.is_some()),
+            (
+                "--requestheader-client-ca-file",
+                self.requestheader_client_ca_file.is_some(),
+            ),
+        ];
+        given
+            .into_iter()
+            .filter(|(_, set)| *set)
+            .map(|(flag, _)| flag)
+            .collect()
+    }
+}
+
+/// klog's output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoggingFormat {
+    /// klog's text lines.
+    Text,
+    /// One JSON object a line.
+    Json,
+}
+
+/// kube-controller-manager's logging flags.
+#[derive(Debug, Args, Clone)]
+pub struct LoggingFlags {
+    /// Log verbosity, as klog's `-v`: 0-1 info, 2-3 more info, 4 and up debug.
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    pub verbosity: u8,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LoggingFormat::Text)]
+    pub logging_format: LoggingFormat,
+}
+
+/// Which controllers a `--controllers` list enables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnabledControllers {
+    /// The Endpoints controller.
+    pub endpoints: bool,
+    /// The EndpointSlice controller.
+    pub endpoint_slices: bool,
+    /// The EndpointSlice mirroring controller.
+    pub mirroring: bool,
+}
+
+/// A controller kube-endpoints runs, by the names kube-controller-manager accepts for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Known {
+    Endpoints,
+    EndpointSlices,
+    Mirroring,
+}
+
+fn known(name: &str) -> Option<Known> {
+    match name {
+        "endpoints-controller" | "endpoint" | "endpoints" => Some(Known::Endpoints),
+        "endpointslice-controller" | "endpointslice" | "endpointslices" => {
+            Some(Known::EndpointSlices)
+        }
+        "endpointslice-mirroring-controller" | "endpointslicemirroring" => Some(Known::Mirroring),
+        _ => None,
+    }
+}
+
+/// Reads a `--controllers` list as kube-controller-manager does: a controller named with a
+/// leading `-` is off, one named plainly is on, and otherwise `*` turns it on; the order of
+/// the items does not matter. A list that enables none of the three is an error.
+pub fn enabled_controllers(list: &[String]) -> Result<EnabledControllers> {
+    let mut star = false;
+    let mut on = Vec::new();
+    let mut off = Vec::new();
+    for item in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        if item == "*" {
+            star = true;
+            continue;
+        }
+        let (name, disable) = match item.strip_prefix('-') {
+            Some(name) => (name, true),
+            None => (item, false),
+        };
+        let Some(which) = known(name) else {
+            bail!(
+                "--controllers: unknown controller {name:?} (kube-endpoints runs \
+                 endpoints-controller, endpointslice-controller and \
+                 endpointslice-mirroring-controller, or `*` for all)"
+            );
+        };
+        if disable {
+            off.push(which);
+        } else {
+            on.push(which);
         }
     }
-    Ok((endpoints, slices))
+    let enabled = |which| !off.contains(&which) && (on.contains(&which) || star);
+    let enabled = EnabledControllers {
+        endpoints: enabled(Known::Endpoints),
+        endpoint_slices: enabled(Known::EndpointSlices),
+        mirroring: enabled(Known::Mirroring),
+    };
+    if !(enabled.endpoints || enabled.endpoint_slices || enabled.mirroring) {
+        bail!("--controllers {:?} enables no controller", list.join(","));
+    }
+    Ok(enabled)
+}
+
+/// kube-controller-manager flags for controllers or features kube-endpoints does not have,
+/// by exact name or (ending in `-`) by prefix.
+const FOREIGN_FLAGS: &[&str] = &[
+    "allocate-node-cidrs",
+    "attach-detach-reconcile-sync-period",
+    "cidr-allocator-type",
+    "cloud-config",
+    "cloud-provider",
+    "cluster-cidr",
+    "cluster-name",
+    "cluster-signing-",
+    "configure-cloud-routes",
+    "disable-attach-detach-reconcile-sync",
+    "enable-dynamic-provisioning",
+    "enable-garbage-collector",
+    "enable-hostpath-provisioner",
+    "enable-taint-manager",
+    "external-cloud-volume-plugin",
+    "flex-volume-plugin-dir",
+    "horizontal-pod-autoscaler-",
+    "large-cluster-size-threshold",
+    "namespace-sync-period",
+    "node-cidr-mask-size",
+    "node-eviction-rate",
+    "node-monitor-",
+    "node-startup-grace-period",
+    "pod-eviction-timeout",
+    "pv-recycler-",
+    "resource-quota-sync-period",
+    "root-ca-file",
+    "route-reconciliation-period",
+    "secondary-node-eviction-rate",
+    "service-account-private-key-file",
+    "service-cluster-ip-range",
+    "terminated-pod-gc-threshold",
+    "unhealthy-zone-threshold",
+    "use-service-account-credentials",
+    "volume-host-",
+];
+
+/// `concurrent-*` flags that belong to the controllers kube-endpoints runs.
+const OWN_CONCURRENT_FLAGS: &[&str] = &[
+    "concurrent-endpoint-syncs",
+    "concurrent-service-endpoint-syncs",
+];
+
+/// Rejects a kube-controller-manager flag meant for another controller, naming it, rather
+/// than letting it pass as "unexpected argument" among kube-endpoints' own.
+pub fn reject_foreign_flags<S: AsRef<str>>(args: &[S]) -> Result<()> {
+    for arg in args {
+        let Some(flag) = arg.as_ref().strip_prefix("--") else {
+            continue;
+        };
+        let name = flag.split_once('=').map_or(flag, |(name, _)| name);
+        let foreign = FOREIGN_FLAGS.iter().any(|f| {
+            if f.ends_with('-') {
+                name.starts_with(f)
+            } else {
+                name == *f
+            }
+        }) || (name.starts_with("concurrent-")
+            && !OWN_CONCURRENT_FLAGS.contains(&name));
+        if foreign {
+            bail!(
+                "--{name} is a kube-controller-manager flag for a controller kube-endpoints does \
+                 not run (it runs the endpoints, endpointslice and endpointslice-mirroring \
+                 controllers); remove it"
+            );
+        }
+    }
+    Ok(())
 }
 
 impl ControllerFlags {
-    /// The enabled controllers (endpoints, endpoint slices).
-    pub fn enabled(&self) -> Result<(bool, bool)> {
+    /// The enabled controllers.
+    pub fn enabled(&self) -> Result<EnabledControllers> {
         enabled_controllers(&self.controllers)
     }
 
@@ -122,6 +382,11 @@ impl ControllerFlags {
             max_endpoints_per_slice: self.max_endpoints_per_slice,
             endpoint_updates_batch_period: self.endpoint_updates_batch_period,
             endpointslice_updates_batch_period: self.endpointslice_updates_batch_period,
+            mirroring_concurrent_service_endpoint_syncs: self
+                .mirroring_concurrent_service_endpoint_syncs,
+            mirroring_max_endpoints_per_subset: self.mirroring_max_endpoints_per_subset,
+            mirroring_endpointslice_updates_batch_period: self
+                .mirroring_endpointslice_updates_batch_period,
             ..Settings::default()
         };
         s.client.kubeconfig = kubeconfig;

@@ -1,7 +1,9 @@
 //! The `kube-endpoints` binary.
 
 mod args;
+mod build_info;
 mod cmd;
+mod logging;
 
 use clap::{Parser, Subcommand};
 
@@ -32,18 +34,47 @@ enum Command {
     Bench(cmd::bench::BenchArgs),
 }
 
+/// Why the command line was turned away.
+#[derive(Debug)]
+enum ParseError {
+    /// A kube-controller-manager flag for a controller this binary does not run.
+    Foreign(anyhow::Error),
+    /// Anything clap rejects (and --help, --version).
+    Clap(clap::Error),
+}
+
+/// Parses the command line, first turning away kube-controller-manager flags for other
+/// controllers with an error that names them.
+fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
+    let text: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    args::reject_foreign_flags(&text).map_err(ParseError::Foreign)?;
+    Cli::try_parse_from(args).map_err(ParseError::Clap)
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match parse(std::env::args_os().collect()) {
+        Ok(cli) => cli,
+        Err(ParseError::Clap(err)) => err.exit(),
+        Err(ParseError::Foreign(err)) => {
+            eprintln!("error: {err:#}");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Plan(args) => cmd::plan::run(args).map(|()| true),
         Command::Conformance(args) => cmd::conformance::run(args),
-        Command::Run(args) => runtime().and_then(|rt| rt.block_on(cmd::run::run(args))),
-        Command::Dev(args) => runtime()
+        Command::Run(args) => {
+            runtime(Some(&args.controllers.logging)).and_then(|rt| rt.block_on(cmd::run::run(args)))
+        }
+        Command::Dev(args) => runtime(Some(&args.controllers.logging))
             .and_then(|rt| rt.block_on(cmd::dev::run(args)))
             .map(|()| true),
-        Command::Audit(args) => runtime().and_then(|rt| rt.block_on(cmd::audit::run(args))),
-        Command::Bench(args) => runtime().and_then(|rt| rt.block_on(cmd::bench::run(args))),
-        Command::Apiserver(args) => runtime()
+        Command::Audit(args) => runtime(None).and_then(|rt| rt.block_on(cmd::audit::run(args))),
+        Command::Bench(args) => runtime(None).and_then(|rt| rt.block_on(cmd::bench::run(args))),
+        Command::Apiserver(args) => runtime(None)
             .and_then(|rt| rt.block_on(cmd::apiserver::run(args)))
             .map(|()| true),
     };
@@ -65,19 +96,225 @@ fn main() -> ExitCode {
     }
 }
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    init_tracing();
+/// The async runtime, with logging set up from the command's flags (klog text at V(0)
+/// for commands without them).
+fn runtime(logging: Option<&args::LoggingFlags>) -> anyhow::Result<tokio::runtime::Runtime> {
+    let default = args::LoggingFlags {
+        verbosity: 0,
+        logging_format: args::LoggingFormat::Text,
+    };
+    logging::init(logging.unwrap_or(&default));
     Ok(tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?)
 }
 
-/// Logs to stderr; `RUST_LOG` overrides the default `info` level.
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_run(flags: &[&str]) -> Result<cmd::run::RunArgs, String> {
+        let mut argv: Vec<std::ffi::OsString> = vec!["kube-endpoints".into(), "run".into()];
+        argv.extend(flags.iter().map(Into::into));
+        match parse(argv) {
+            Ok(Cli {
+                command: Command::Run(args),
+            }) => Ok(args),
+            Ok(other) => Err(format!("parsed as another command: {other:?}")),
+            Err(ParseError::Foreign(err)) => Err(format!("{err:#}")),
+            Err(ParseError::Clap(err)) => Err(err.to_string()),
+        }
+    }
+
+    /// The flags a kubeadm static pod manifest gives kube-controller-manager, less those of
+    /// controllers this binary does not run, with the controller list it would take over.
+    const KUBEADM_FLAGS: &[&str] = &[
+        "--authentication-kubeconfig=/etc/kubernetes/controller-manager.conf",
+        "--authorization-kubeconfig=/etc/kubernetes/controller-manager.conf",
+        "--bind-address=127.0.0.1",
+        "--client-ca-file=/etc/kubernetes/pki/ca.crt",
+        "--controllers=endpoints-controller,endpointslice-controller,endpointslice-mirroring-controller",
+        "--kubeconfig=/etc/kubernetes/controller-manager.conf",
+        "--leader-elect=true",
+        "--requestheader-client-ca-file=/etc/kubernetes/pki/front-proxy-ca.crt",
+        "--secure-port=10257",
+        "--tls-cert-file=/etc/kubernetes/pki/controller-manager.crt",
+        "--tls-private-key-file=/etc/kubernetes/pki/controller-manager.key",
+        "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+        "--v=2",
+        "--logging-format=json",
+        "--feature-gates=TopologyAwareHints=true,ServiceTrafficDistribution=false",
+        "--leader-elect-resource-lock=leases",
+        "--leader-elect-resource-name=kube-controller-manager",
+        "--master=https://10.0.0.1:6443",
+        "--kube-api-content-type=application/json",
+        "--kube-api-qps=50",
+        "--kube-api-burst=100",
+        "--concurrent-endpoint-syncs=10",
+        "--concurrent-service-endpoint-syncs=50",
+        "--max-endpoints-per-slice=1000",
+        "--endpoint-updates-batch-period=1s",
+        "--endpointslice-updates-batch-period=1s",
+        "--mirroring-concurrent-service-endpoint-syncs=5",
+        "--mirroring-max-endpoints-per-subset=1000",
+        "--mirroring-endpointslice-updates-batch-period=500ms",
+    ];
+
+    #[test]
+    fn kube_controller_manager_flags_from_a_kubeadm_manifest_are_accepted() {
+        let args = parse_run(KUBEADM_FLAGS).expect("kubeadm's flags parse");
+        let flags = &args.controllers;
+        let enabled = flags.enabled().expect("the list enables controllers");
+        assert!(enabled.endpoints && enabled.endpoint_slices && enabled.mirroring);
+        assert_eq!(flags.concurrent_service_endpoint_syncs, 50);
+        assert_eq!(flags.logging.verbosity, 2);
+        assert_eq!(flags.logging.logging_format, args::LoggingFormat::Json);
+        assert_eq!(flags.serving.secure_port, 10257);
+        assert_eq!(
+            flags.feature_gates,
+            vec![
+                ("TopologyAwareHints".to_owned(), true),
+                ("ServiceTrafficDistribution".to_owned(), false)
+            ]
+        );
+        assert_eq!(args.master.as_deref(), Some("https://10.0.0.1:6443"));
+        let settings = flags
+            .settings(args.kubeconfig.clone())
+            .expect("settings are valid");
+        assert_eq!(settings.concurrent_endpoint_syncs, 10);
+        assert!(settings.validate().is_ok());
+    }
+
+    #[test]
+    fn short_v_and_defaults_parse() {
+        let args = parse_run(&["-v", "4"]).expect("parses");
+        assert_eq!(args.controllers.logging.verbosity, 4);
+        assert_eq!(args.controllers.concurrent_service_endpoint_syncs, 5);
+        assert_eq!(args.controllers.mirroring_max_endpoints_per_subset, 1000);
+        assert_eq!(
+            args.controllers.serving.authorization_always_allow_paths,
+            ["/healthz", "/readyz", "/livez"]
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_flag() {
+        let table: &[(&[&str], &str)] = &[
+            (
+                &["--concurrent-service-endpoint-syncs=51"],
+                "51 is not in 1..=50",
+            ),
+            (
+                &["--concurrent-service-endpoint-syncs=0"],
+                "0 is not in 1..=50",
+            ),
+            (
+                &["--concurrent-endpoint-syncs=0"],
+                "--concurrent-endpoint-syncs",
+            ),
+            (
+                &["--max-endpoints-per-slice=1001"],
+                "1001 is not in 1..=1000",
+            ),
+            (
+                &["--mirroring-concurrent-service-endpoint-syncs=51"],
+                "51 is not in 1..=50",
+            ),
+            (
+                &["--mirroring-max-endpoints-per-subset=0"],
+                "0 is not in 1..=1000",
+            ),
+            (
+                &["--mirroring-endpointslice-updates-batch-period=5"],
+                "missing unit",
+            ),
+            (
+                &["--kube-api-content-type=application/vnd.kubernetes.protobuf"],
+                "protobuf is not supported",
+            ),
+            (
+                &["--leader-elect-resource-lock=endpointsleases"],
+                "only \"leases\"",
+            ),
+            (&["--logging-format=yaml"], "--logging-format"),
+            (
+                &["--feature-gates=TopologyAwareHints"],
+                "expected Name=true",
+            ),
+            (
+                &["--feature-gates=TopologyAwareHints=yes"],
+                "is not true or false",
+            ),
+            (
+                &["--cluster-cidr=10.0.0.0/8"],
+                "--cluster-cidr is a kube-controller-manager flag",
+            ),
+            (
+                &["--concurrent-deployment-syncs=5"],
+                "--concurrent-deployment-syncs is a",
+            ),
+            (
+                &["--use-service-account-credentials=true"],
+                "--use-service-account-credentials",
+            ),
+            (
+                &["--cluster-signing-cert-file=/x"],
+                "--cluster-signing-cert-file",
+            ),
+        ];
+        for (flags, expected) in table {
+            match parse_run(flags) {
+                Ok(_) => panic!("{flags:?} was accepted"),
+                Err(err) => assert!(err.contains(expected), "{flags:?}: {err}"),
+            }
+        }
+    }
+
+    #[test]
+    fn controller_lists_that_enable_nothing_or_name_strangers_are_refused() {
+        let table: &[(&str, &str)] = &[
+            (
+                "--controllers=*,-endpoints-controller,-endpointslice-controller,-endpointslice-mirroring-controller",
+                "enables no controller",
+            ),
+            ("--controllers=-endpoint", "enables no controller"),
+            ("--controllers=garbagecollector", "unknown controller \"garbagecollector\""),
+        ];
+        for (flag, expected) in table {
+            let args = parse_run(&[flag]).expect("the list parses");
+            match args.controllers.enabled() {
+                Ok(enabled) => panic!("{flag} enabled {enabled:?}"),
+                Err(err) => assert!(err.to_string().contains(expected), "{flag}: {err}"),
+            }
+        }
+    }
+
+    #[test]
+    fn controller_names_aliases_and_star_combine_as_upstream() {
+        let table: &[(&str, (bool, bool, bool))] = &[
+            ("*", (true, true, true)),
+            ("*,-endpoints-controller", (false, true, true)),
+            ("-endpointslicemirroring,*", (true, true, false)),
+            ("endpoint", (true, false, false)),
+            ("endpointslice,endpointslicemirroring", (false, true, true)),
+            (
+                "endpointslice-controller,-endpointslice",
+                (false, false, false),
+            ),
+        ];
+        for (list, (endpoints, slices, mirroring)) in table {
+            let items: Vec<String> = list.split(',').map(str::to_owned).collect();
+            let got = args::enabled_controllers(&items);
+            if !(endpoints | slices | mirroring) {
+                assert!(got.is_err(), "{list}");
+                continue;
+            }
+            let got = got.expect(list);
+            assert_eq!(
+                (got.endpoints, got.endpoint_slices, got.mirroring),
+                (*endpoints, *slices, *mirroring),
+                "{list}"
+            );
+        }
+    }
 }

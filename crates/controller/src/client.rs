@@ -29,6 +29,8 @@ pub struct ClientSettings {
     /// `--kubeconfig`: a kubeconfig file; without it, `KUBECONFIG`, `~/.kube/config` and then
     /// the in-cluster service account are tried, in that order.
     pub kubeconfig: Option<PathBuf>,
+    /// `--master`: the API server's address, taking precedence over the kubeconfig's.
+    pub master: Option<String>,
     /// `--kube-api-qps`: sustained requests per second (20 by default). Zero or less means
     /// no limit.
     pub qps: f32,
@@ -49,6 +51,7 @@ impl Default for ClientSettings {
     fn default() -> Self {
         Self {
             kubeconfig: None,
+            master: None,
             qps: 20.0,
             burst: 30,
             connect_timeout: Duration::from_secs(30),
@@ -85,11 +88,14 @@ pub enum ClientError {
     /// The client could not be set up from a valid config (TLS or auth setup).
     #[error("cannot build the API client")]
     Build(#[source] kube::Error),
+    /// `--master` is not a URL.
+    #[error("--master {0:?} is not a URL")]
+    Master(String),
 }
 
 /// Builds the client from `--kubeconfig` (or the inferred config) and the settings.
 pub async fn build_client(settings: &ClientSettings) -> Result<Client, ClientError> {
-    let config = match &settings.kubeconfig {
+    let mut config = match &settings.kubeconfig {
         Some(path) => {
             let kubeconfig =
                 Kubeconfig::read_from(path).map_err(|source| ClientError::ReadKubeconfig {
@@ -105,6 +111,11 @@ pub async fn build_client(settings: &ClientSettings) -> Result<Client, ClientErr
         }
         None => Config::infer().await.map_err(ClientError::Infer)?,
     };
+    if let Some(master) = &settings.master {
+        config.cluster_url = master
+            .parse()
+            .map_err(|_| ClientError::Master(master.clone()))?;
+    }
     client_from_config(config, settings)
 }
 

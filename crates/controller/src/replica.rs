@@ -55,6 +55,14 @@ impl Replica {
         } = self;
         // A standby serves and has nothing to sync: ready.
         readiness.set(true);
+        let lease = options.settings.leader_election.resource_name.clone();
+        let master = match master_status(&registry, &lease) {
+            Ok(gauge) => Some(gauge),
+            Err(err) => {
+                error!(%err, "registering leader_election_master_status");
+                None
+            }
+        };
         let elector = LeaderElector::new(
             client.clone(),
             options.settings.leader_election.clone(),
@@ -63,11 +71,39 @@ impl Replica {
         .with_liveness(liveness.clone(), health_margin);
         elector
             .run(
-                |token| lead(client, options, registry, readiness, liveness, token),
+                |token| {
+                    let master = master.clone();
+                    let lead = lead(client, options, registry, readiness, liveness, token);
+                    async move {
+                        master.iter().for_each(|m| m.set(1));
+                        lead.await;
+                        master.iter().for_each(|m| m.set(0));
+                    }
+                },
                 async move { shutdown.cancelled().await },
             )
             .await
     }
+}
+
+/// Registers client-go's `leader_election_master_status{name}`: 1 while this replica leads
+/// the Lease `name`, 0 otherwise.
+fn master_status(
+    registry: &Registry,
+    name: &str,
+) -> Result<prometheus::IntGauge, prometheus::Error> {
+    let gauge = prometheus::IntGaugeVec::new(
+        prometheus::Opts::new(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates \
+             backup, 1 indicates master. 'name' is the string used to identify the lease.",
+        ),
+        &["name"],
+    )?;
+    registry.register(Box::new(gauge.clone()))?;
+    let status = gauge.with_label_values(&[name]);
+    status.set(0);
+    Ok(status)
 }
 
 /// The leader's work: the controllers, in their own task, until `token` is cancelled.
@@ -103,4 +139,21 @@ async fn lead(
     };
     error!(%why, "controllers stopped");
     liveness.controllers_stopped(why);
+}
+
+#[cfg(test)]
+mod master_status_tests {
+    use super::*;
+
+    #[test]
+    fn leader_status_is_exported_by_lease_name() {
+        let registry = Registry::new();
+        let status = master_status(&registry, "kube-endpoints").expect("registers");
+        status.set(1);
+        let text = crate::metrics::render(&registry).expect("renders");
+        assert!(
+            text.contains("leader_election_master_status{name=\"kube-endpoints\"} 1"),
+            "{text}"
+        );
+    }
 }

@@ -35,7 +35,7 @@ pub fn raw_objects(files: &[PathBuf]) -> Result<Vec<serde_json::Value>> {
     }
     let loaded = load_paths(files)?;
     for note in &loaded.notes {
-        eprintln!("note: {note}");
+        tracing::warn!(%note, "manifest document skipped");
     }
     to_values(&loaded.objects).context("re-encoding a manifest")
 }
@@ -72,10 +72,7 @@ pub async fn start(
             .write_kubeconfig(path)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    eprintln!(
-        "embedded API server at {} ({count} object(s) loaded)",
-        handle.url()
-    );
+    tracing::info!(url = %handle.url(), objects = count, "embedded API server started");
     Ok(handle)
 }
 

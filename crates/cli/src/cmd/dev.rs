@@ -44,18 +44,20 @@ pub async fn run(args: DevArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("kube-endpoints-dev.kubeconfig"));
     let handle = crate::cmd::apiserver::start(args.listen, &args.files, Some(&kubeconfig)).await?;
-    let (endpoints, endpoint_slices) = args.controllers.enabled()?;
     let mut flags = args.controllers.clone();
     if args.exit_when_synced && flags.port == 10252 {
         flags.port = 0;
     }
     let settings = flags.settings(Some(kubeconfig.clone()))?;
-    let session = Session::start(settings, endpoints, endpoint_slices).await?;
+    let session = Session::start(settings, &flags).await?;
     let metrics_addr = session.metrics_addr;
-    eprintln!("controllers running (metrics on http://{metrics_addr}/metrics)");
-    eprintln!(
-        "use it with: kubectl --kubeconfig {} get endpointslices,endpoints -A",
-        kubeconfig.display()
+    tracing::info!(
+        metrics = %format!("http://{metrics_addr}/metrics"),
+        hint = %format!(
+            "kubectl --kubeconfig {} get endpointslices,endpoints -A",
+            kubeconfig.display()
+        ),
+        "controllers running"
     );
     let controllers = tokio::spawn(session.controllers(session.shutdown.clone()));
     if args.exit_when_synced {
@@ -70,9 +72,7 @@ pub async fn run(args: DevArgs) -> Result<()> {
             )
             .await;
         if !settled {
-            eprintln!(
-                "warning: the controllers did not settle within 600s; printing what is there"
-            );
+            tracing::warn!("the controllers did not settle within 600s; printing what is there");
         }
         print_objects(&session.client).await?;
         session.shutdown.cancel();

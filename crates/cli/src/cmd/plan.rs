@@ -49,15 +49,16 @@ pub struct PlanArgs {
 
 /// Runs the command.
 pub fn run(args: PlanArgs) -> Result<()> {
-    let (endpoints, endpoint_slices) = enabled_controllers(&args.controllers)?;
+    let enabled = enabled_controllers(&args.controllers)?;
     let loaded = load_paths(&args.files)?;
     for note in &loaded.notes {
         eprintln!("note: {note}");
     }
     let now = args.now.unwrap_or_else(Timestamp::now);
     let mut settings = PlanSettings::new(now);
-    settings.options.endpoints = endpoints;
-    settings.options.endpoint_slices = endpoint_slices;
+    settings.options.endpoints = enabled.endpoints;
+    settings.options.endpoint_slices = enabled.endpoint_slices;
+    settings.options.mirroring = enabled.mirroring;
     settings.options.settings.max_endpoints_per_slice = args.max_endpoints_per_slice;
     settings.options.settings.validate()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -1,6 +1,6 @@
 //! `kube-endpoints run`: the controllers against a cluster.
 
-use crate::args::{parse_duration, ControllerFlags};
+use crate::args::{parse_duration, ControllerFlags, EnabledControllers};
 use anyhow::{Context, Result};
 use clap::Args;
 use controller::health::{self, Liveness, Readiness};
@@ -11,13 +11,16 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Run the Endpoints and EndpointSlice controllers against a cluster, in place of
-/// kube-controller-manager's (start it with
-/// `--controllers=*,-endpoints-controller,-endpointslice-controller`).
+/// kube-controller-manager's (start it with `--controllers=*,-endpoints-controller,-endpointslice-controller,
+/// -endpointslice-mirroring-controller`).
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// kubeconfig to use; without it, the in-cluster config or the default kubeconfig.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Address of the API server, overriding the kubeconfig's.
+    #[arg(long)]
+    pub master: Option<String>,
     #[command(flatten)]
     pub controllers: ControllerFlags,
     /// Hold a Lease so only one replica writes.
@@ -38,6 +41,10 @@ pub struct RunArgs {
     /// Namespace of the Lease.
     #[arg(long, default_value = "kube-system")]
     pub leader_elect_resource_namespace: String,
+    /// Kind of lock object; only `leases` (kube-controller-manager's default and, since the
+    /// other locks were removed upstream, its only choice).
+    #[arg(long, default_value = "leases", value_parser = parse_resource_lock)]
+    pub leader_elect_resource_lock: String,
     /// Shadow mode: run beside the controllers that write (kube-controller-manager's), write
     /// nothing (no objects, no Events, no Lease: leader election is off), and report every
     /// Service on which these controllers would write something else: logged at error level,
@@ -53,6 +60,14 @@ pub struct RunArgs {
     /// change.
     #[arg(long)]
     pub shadow_report: Option<PathBuf>,
+}
+
+fn parse_resource_lock(s: &str) -> Result<String, String> {
+    if s == "leases" {
+        Ok(s.to_owned())
+    } else {
+        Err(format!("{s:?}: only \"leases\" is supported"))
+    }
 }
 
 /// Cancels the token on SIGINT or SIGTERM.
@@ -105,16 +120,36 @@ impl Session {
     /// Connects, installs the signal handler and starts the health server.
     pub async fn start(
         settings: controller::config::Settings,
-        endpoints: bool,
-        endpoint_slices: bool,
+        flags: &ControllerFlags,
     ) -> Result<Self> {
+        let enabled: EnabledControllers = flags.enabled()?;
         settings.validate()?;
+        let unapplied = flags.serving.unapplied();
+        if !unapplied.is_empty() {
+            tracing::warn!(
+                flags = unapplied.join(" "),
+                "accepted for kube-controller-manager compatibility but not acted on: \
+                 /metrics, /healthz and /readyz are served over plain HTTP on --port"
+            );
+        }
+        if !flags.feature_gates.is_empty() {
+            let gates: Vec<String> = flags
+                .feature_gates
+                .iter()
+                .map(|(name, on)| format!("{name}={on}"))
+                .collect();
+            tracing::info!(
+                gates = gates.join(","),
+                "feature gates accepted; they do not change these controllers"
+            );
+        }
         let client = controller::client::build_client(&settings.client)
             .await
             .context("connecting to the API server")?;
         let shutdown = CancellationToken::new();
         cancel_on_signals(shutdown.clone());
         let registry = prometheus::Registry::new();
+        crate::build_info::register(&registry).context("registering kubernetes_build_info")?;
         let readiness = Readiness::new();
         let liveness = Liveness::new();
         let listener = health::bind(&settings.serving).await.with_context(|| {
@@ -137,12 +172,10 @@ impl Session {
         ));
         let options = controller::Options {
             settings,
-            endpoints,
-            endpoint_slices,
+            endpoints: enabled.endpoints,
+            endpoint_slices: enabled.endpoint_slices,
+            mirroring: enabled.mirroring,
             shadow: None,
-            // Not selectable from the command line yet: `--controllers` learns its name
-            // together with the mirroring flags.
-            mirroring: false,
         };
         Ok(Self {
             client,
@@ -186,8 +219,8 @@ impl Session {
 /// Runs the command; false when leadership was lost or the controllers stopped on their own
 /// (the process exits non-zero).
 pub async fn run(args: RunArgs) -> Result<bool> {
-    let (endpoints, endpoint_slices) = args.controllers.enabled()?;
     let mut settings = args.controllers.settings(args.kubeconfig.clone())?;
+    settings.client.master = args.master.clone();
     settings.leader_election.enabled = args.leader_elect;
     settings.leader_election.lease_duration = args.leader_elect_lease_duration;
     settings.leader_election.renew_deadline = args.leader_elect_renew_deadline;
@@ -198,7 +231,7 @@ pub async fn run(args: RunArgs) -> Result<bool> {
         // A shadow takes no Lease: it must never stop the real writer from leading.
         settings.leader_election.enabled = false;
     }
-    let mut session = Session::start(settings.clone(), endpoints, endpoint_slices).await?;
+    let mut session = Session::start(settings.clone(), &args.controllers).await?;
     if args.shadow {
         let shadow = controller::shadow::Shadow::new(
             args.shadow_grace_period,
