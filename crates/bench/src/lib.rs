@@ -215,7 +215,7 @@ impl EmbeddedController {
                         endpoints: true,
                         endpoint_slices: true,
                         shadow: None,
-                        mirroring: false,
+                        mirroring: true,
                     };
                     let registry = prometheus::Registry::new();
                     controller::run(

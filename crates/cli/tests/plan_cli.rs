@@ -435,3 +435,41 @@ fn hand_written_endpoints_of_a_selectorless_service_are_planned_as_a_mirrored_sl
         .count();
     assert_eq!(creates, 1);
 }
+
+#[test]
+fn preexisting_slices_owned_by_their_service_through_the_input_uid_are_updated_in_place() {
+    // A cluster dump: the Service's uid is the old cluster's, and its slice's owner reference
+    // points at it. The server assigns a new uid; the loader must carry the reference over,
+    // or the slice would be an orphan to delete and recreate.
+    let old_uid = "0b7c6a52-5a1e-4d5e-9a43-2f1c9a6b0001";
+    let mut docs = nodes();
+    let mut svc = service(
+        "web",
+        json!({"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}),
+    );
+    svc["metadata"]["uid"] = json!(old_uid);
+    docs.push(svc);
+    docs.push(pod("web-0", "web", &["10.0.0.1"], true, json!([])));
+    docs.push(pod("web-1", "web", &["10.0.0.2"], true, json!([])));
+    docs.push(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-old12", "namespace": "default",
+            "labels": {"kubernetes.io/service-name": "web",
+                       "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web",
+                                 "uid": old_uid, "controller": true, "blockOwnerDeletion": true}]},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true}}]
+    }));
+    let (run, v) = plan(&["--controllers", "endpointslice"], &docs);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let verbs: Vec<(&str, &str)> = v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["verb"].as_str().unwrap(), a["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(verbs, vec![("update", "web-old12")], "{v:#}");
+    assert_eq!(sizes(&v, "web"), vec![2]);
+}
