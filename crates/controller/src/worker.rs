@@ -68,6 +68,22 @@ impl SyncError {
         }
     }
 
+    /// A failed write of `slice`, for either controller that writes EndpointSlices.
+    pub fn slice_write(
+        service: &ServiceKey,
+        verb: &'static str,
+        slice: &k8s_openapi::api::discovery::v1::EndpointSlice,
+        source: kube::Error,
+    ) -> Self {
+        SyncError::Write {
+            verb,
+            kind: "EndpointSlice",
+            name: slice.metadata.name.clone().unwrap_or_default(),
+            service: service.clone(),
+            source,
+        }
+    }
+
     /// One error from several; `None` when there are none.
     pub fn combine(service: &ServiceKey, mut errors: Vec<SyncError>) -> Option<SyncError> {
         match errors.len() {

@@ -46,21 +46,6 @@ impl EndpointSliceController {
         written
     }
 
-    fn write_error(
-        key: &ServiceKey,
-        verb: &'static str,
-        slice: &EndpointSlice,
-        source: kube::Error,
-    ) -> SyncError {
-        SyncError::Write {
-            verb,
-            kind: "EndpointSlice",
-            name: name(slice).to_owned(),
-            service: key.clone(),
-            source,
-        }
-    }
-
     /// Creates, updates, deletes; stops at the first failure. The count includes the writes
     /// that went through before a failure.
     async fn write_batch(
@@ -82,7 +67,7 @@ impl EndpointSliceController {
                 Err(e) => {
                     written
                         .errors
-                        .push(Self::write_error(key, "create", slice, e));
+                        .push(SyncError::slice_write(key, "create", slice, e));
                     return written;
                 }
             }
@@ -100,7 +85,7 @@ impl EndpointSliceController {
                 Err(e) => {
                     written
                         .errors
-                        .push(Self::write_error(key, "update", slice, e));
+                        .push(SyncError::slice_write(key, "update", slice, e));
                     return written;
                 }
             }
@@ -131,7 +116,7 @@ impl EndpointSliceController {
             }
             // Already gone: nothing to expect.
             Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(Self::write_error(key, "delete", slice, e)),
+            Err(e) => Err(SyncError::slice_write(key, "delete", slice, e)),
         }
     }
 }

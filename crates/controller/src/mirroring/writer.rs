@@ -17,21 +17,6 @@ fn name(slice: &EndpointSlice) -> &str {
     slice.metadata.name.as_deref().unwrap_or("")
 }
 
-fn write_error(
-    key: &ServiceKey,
-    verb: &'static str,
-    slice: &EndpointSlice,
-    source: kube::Error,
-) -> SyncError {
-    SyncError::Write {
-        verb,
-        kind: "EndpointSlice",
-        name: name(slice).to_owned(),
-        service: key.clone(),
-        source,
-    }
-}
-
 impl MirroringController {
     fn api(&self, key: &ServiceKey) -> Api<EndpointSlice> {
         Api::namespaced(self.client.clone(), &key.namespace)
@@ -49,7 +34,7 @@ impl MirroringController {
                 Ok(created) => self.wrote(&created, "create"),
                 // Creates keep failing while the namespace terminates: drop the work quietly.
                 Err(e) if is_namespace_terminating(&e) => return Ok(()),
-                Err(e) => return Err(write_error(key, "create", slice, e)),
+                Err(e) => return Err(SyncError::slice_write(key, "create", slice, e)),
             }
         }
         for slice in &plan.update {
@@ -58,7 +43,7 @@ impl MirroringController {
                 .await
             {
                 Ok(updated) => self.wrote(&updated, "update"),
-                Err(e) => return Err(write_error(key, "update", slice, e)),
+                Err(e) => return Err(SyncError::slice_write(key, "update", slice, e)),
             }
         }
         for slice in &plan.delete {
@@ -70,7 +55,7 @@ impl MirroringController {
                 // Already gone, as we wanted. Upstream fails the sync here and retries; the
                 // retry would find nothing left to do, so the failure only costs a backoff.
                 Err(e) if is_not_found(&e) => {}
-                Err(e) => return Err(write_error(key, "delete", slice, e)),
+                Err(e) => return Err(SyncError::slice_write(key, "delete", slice, e)),
             }
         }
         Ok(())
@@ -94,7 +79,7 @@ impl MirroringController {
             match api.delete(name(slice), &DeleteParams::default()).await {
                 Ok(_) => {}
                 Err(e) if is_not_found(&e) => {}
-                Err(e) => errors.push(write_error(key, "delete", slice, e)),
+                Err(e) => errors.push(SyncError::slice_write(key, "delete", slice, e)),
             }
         }
         errors

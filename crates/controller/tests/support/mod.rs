@@ -542,43 +542,11 @@ impl TestCluster {
         &self,
         max_endpoints_per_slice: u32,
     ) -> anyhow::Result<TestCluster> {
-        let lp = ListParams::default();
         let mut objects: Vec<Value> = Vec::new();
-        let kinds = [
-            (self
-                .namespaces()
-                .list(&lp)
-                .await?
-                .items
-                .iter()
-                .map(serde_json::to_value)
-                .collect::<Result<Vec<_>, _>>()?),
-            (self
-                .nodes()
-                .list(&lp)
-                .await?
-                .items
-                .iter()
-                .map(serde_json::to_value)
-                .collect::<Result<Vec<_>, _>>()?),
-            (Api::<Service>::all(self.client.clone())
-                .list(&lp)
-                .await?
-                .items
-                .iter()
-                .map(serde_json::to_value)
-                .collect::<Result<Vec<_>, _>>()?),
-            (Api::<Pod>::all(self.client.clone())
-                .list(&lp)
-                .await?
-                .items
-                .iter()
-                .map(serde_json::to_value)
-                .collect::<Result<Vec<_>, _>>()?),
-        ];
-        for list in kinds {
-            objects.extend(list);
-        }
+        objects.extend(values_of(self.namespaces()).await?);
+        objects.extend(values_of(self.nodes()).await?);
+        objects.extend(values_of(Api::<Service>::all(self.client.clone())).await?);
+        objects.extend(values_of(Api::<Pod>::all(self.client.clone())).await?);
         let server = ApiServer::new(apiserver::Config::default());
         server.apply_objects(objects)?;
         let client = kube::Client::new(server.service(), "default");
@@ -815,6 +783,19 @@ pub fn comparable_endpoints(endpoints: &Endpoints) -> Endpoints {
                 subsets
             }),
     }
+}
+
+/// Every object `api` lists, as JSON.
+async fn values_of<K>(api: Api<K>) -> anyhow::Result<Vec<Value>>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + Debug,
+{
+    let list = api.list(&ListParams::default()).await?;
+    Ok(list
+        .items
+        .iter()
+        .map(serde_json::to_value)
+        .collect::<Result<_, _>>()?)
 }
 
 /// Pretty JSON for failure messages.
