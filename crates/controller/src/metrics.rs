@@ -21,14 +21,9 @@ pub struct EndpointSliceMetrics {
     pub endpoints_added_per_sync: Histogram,
     /// `endpoints_removed_per_sync`: endpoints removed on each service sync.
     pub endpoints_removed_per_sync: Histogram,
-    /// `endpoints_desired`: endpoints desired across all services.
-    pub endpoints_desired: Gauge,
-    /// `num_endpoint_slices`: EndpointSlices the controller manages.
-    pub num_endpoint_slices: Gauge,
-    /// `desired_endpoint_slices`: EndpointSlices that would exist with perfect allocation.
-    pub desired_endpoint_slices: Gauge,
-    /// `changes{operation}`: EndpointSlice changes, by `create`, `update` or `delete`.
-    pub changes: IntCounterVec,
+    /// `endpoints_desired`, `num_endpoint_slices`, `desired_endpoint_slices` and
+    /// `changes{operation}`.
+    pub totals: SliceTotals,
     /// `endpointslices_changed_per_sync{topology,traffic_distribution}`: slices changed on
     /// each service sync; `topology` is `Auto` or `Disabled`, `traffic_distribution` the
     /// service's value or empty.
@@ -64,22 +59,7 @@ impl EndpointSliceMetrics {
                 ))
                 .buckets(endpoint_buckets),
             )?,
-            endpoints_desired: Gauge::with_opts(opts(
-                "endpoints_desired",
-                "Number of endpoints desired",
-            ))?,
-            num_endpoint_slices: Gauge::with_opts(opts(
-                "num_endpoint_slices",
-                "Number of EndpointSlices",
-            ))?,
-            desired_endpoint_slices: Gauge::with_opts(opts(
-                "desired_endpoint_slices",
-                "Number of EndpointSlices that would exist with perfect endpoint allocation",
-            ))?,
-            changes: IntCounterVec::new(
-                opts("changes", "Number of EndpointSlice changes"),
-                &["operation"],
-            )?,
+            totals: SliceTotals::register(registry, SUBSYSTEM)?,
             endpointslices_changed_per_sync: HistogramVec::new(
                 HistogramOpts::from(opts(
                     "endpointslices_changed_per_sync",
@@ -98,16 +78,69 @@ impl EndpointSliceMetrics {
         };
         registry.register(Box::new(metrics.endpoints_added_per_sync.clone()))?;
         registry.register(Box::new(metrics.endpoints_removed_per_sync.clone()))?;
-        registry.register(Box::new(metrics.endpoints_desired.clone()))?;
-        registry.register(Box::new(metrics.num_endpoint_slices.clone()))?;
-        registry.register(Box::new(metrics.desired_endpoint_slices.clone()))?;
-        registry.register(Box::new(metrics.changes.clone()))?;
         registry.register(Box::new(metrics.endpointslices_changed_per_sync.clone()))?;
         registry.register(Box::new(metrics.syncs.clone()))?;
         registry.register(Box::new(
             metrics.services_count_by_traffic_distribution.clone(),
         ))?;
         Ok(metrics)
+    }
+}
+
+/// What both controllers that write EndpointSlices (the EndpointSlice and the mirroring
+/// controller) export alike, each under its own subsystem: the desired endpoints, the slices
+/// there are and would be with perfect packing, and the changes made.
+#[derive(Debug, Clone)]
+pub struct SliceTotals {
+    /// `endpoints_desired`.
+    pub endpoints_desired: Gauge,
+    /// `num_endpoint_slices`.
+    pub num_endpoint_slices: Gauge,
+    /// `desired_endpoint_slices`.
+    pub desired_endpoint_slices: Gauge,
+    /// `changes{operation}`: by `create`, `update` or `delete`.
+    pub changes: IntCounterVec,
+}
+
+impl SliceTotals {
+    /// The four instruments under `subsystem`, registered into `registry`.
+    pub fn register(registry: &Registry, subsystem: &str) -> Result<Self, prometheus::Error> {
+        let opts = |name: &str, help: &str| Opts::new(name, help).subsystem(subsystem);
+        let totals = Self {
+            endpoints_desired: Gauge::with_opts(opts(
+                "endpoints_desired",
+                "Number of endpoints desired",
+            ))?,
+            num_endpoint_slices: Gauge::with_opts(opts(
+                "num_endpoint_slices",
+                "Number of EndpointSlices",
+            ))?,
+            desired_endpoint_slices: Gauge::with_opts(opts(
+                "desired_endpoint_slices",
+                "Number of EndpointSlices that would exist with perfect endpoint allocation",
+            ))?,
+            changes: IntCounterVec::new(
+                opts("changes", "Number of EndpointSlice changes"),
+                &["operation"],
+            )?,
+        };
+        registry.register(Box::new(totals.endpoints_desired.clone()))?;
+        registry.register(Box::new(totals.num_endpoint_slices.clone()))?;
+        registry.register(Box::new(totals.desired_endpoint_slices.clone()))?;
+        registry.register(Box::new(totals.changes.clone()))?;
+        Ok(totals)
+    }
+
+    /// Sets the three gauges.
+    pub fn set(&self, endpoints: usize, slices: usize, desired_slices: usize) {
+        self.endpoints_desired.set(endpoints as f64);
+        self.num_endpoint_slices.set(slices as f64);
+        self.desired_endpoint_slices.set(desired_slices as f64);
+    }
+
+    /// Counts one change (`create`, `update` or `delete`).
+    pub fn changed(&self, operation: &str) {
+        self.changes.with_label_values(&[operation]).inc();
     }
 }
 
@@ -129,7 +162,7 @@ mod tests {
     fn metric_names_are_upstream_names() {
         let registry = Registry::new();
         let metrics = EndpointSliceMetrics::register(&registry).unwrap();
-        metrics.changes.with_label_values(&["create"]).inc();
+        metrics.totals.changed("create");
         metrics.syncs.with_label_values(&["success"]).inc();
         metrics
             .endpointslices_changed_per_sync

@@ -141,11 +141,9 @@ impl EndpointSliceController {
 
     fn update_gauges(&self, cache: &reconcile::metrics_cache::MetricsCache) {
         let totals = cache.totals();
-        self.metrics.endpoints_desired.set(totals.endpoints as f64);
-        self.metrics.num_endpoint_slices.set(totals.slices as f64);
         self.metrics
-            .desired_endpoint_slices
-            .set(totals.desired_slices as f64);
+            .totals
+            .set(totals.endpoints, totals.slices, totals.desired_slices);
         self.metrics.services_count_by_traffic_distribution.reset();
         for (value, count) in cache.services_by_traffic_distribution() {
             self.metrics

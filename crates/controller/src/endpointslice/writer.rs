@@ -59,7 +59,7 @@ impl EndpointSliceController {
             match api.create(&PostParams::default(), slice).await {
                 Ok(created) => {
                     self.state.lock().tracker.update(&created);
-                    self.metrics.changes.with_label_values(&["create"]).inc();
+                    self.metrics.totals.changed("create");
                     written.changed += 1;
                 }
                 // Creates keep failing while the namespace terminates: drop the work quietly.
@@ -79,7 +79,7 @@ impl EndpointSliceController {
             {
                 Ok(updated) => {
                     self.state.lock().tracker.update(&updated);
-                    self.metrics.changes.with_label_values(&["update"]).inc();
+                    self.metrics.totals.changed("update");
                     written.changed += 1;
                 }
                 Err(e) => {
@@ -111,7 +111,7 @@ impl EndpointSliceController {
         match api.delete(name(slice), &DeleteParams::default()).await {
             Ok(_) => {
                 self.state.lock().tracker.expect_deletion(slice);
-                self.metrics.changes.with_label_values(&["delete"]).inc();
+                self.metrics.totals.changed("delete");
                 Ok(())
             }
             // Already gone: nothing to expect.

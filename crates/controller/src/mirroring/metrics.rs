@@ -5,9 +5,7 @@
 //! upstream adds `endpoints_updated_per_sync`, `addresses_skipped_per_sync` and
 //! `endpoints_sync_duration`, and has no `syncs` counter for this controller.
 
-use prometheus::{
-    exponential_buckets, Gauge, Histogram, HistogramOpts, IntCounterVec, Opts, Registry,
-};
+use prometheus::{exponential_buckets, Histogram, HistogramOpts, Opts, Registry};
 
 const SUBSYSTEM: &str = "endpoint_slice_mirroring_controller";
 
@@ -25,14 +23,9 @@ pub struct MirroringMetrics {
     pub addresses_skipped_per_sync: Histogram,
     /// `endpoints_sync_duration`: seconds one sync took.
     pub endpoints_sync_duration: Histogram,
-    /// `endpoints_desired`: endpoints desired across all mirrored Endpoints.
-    pub endpoints_desired: Gauge,
-    /// `num_endpoint_slices`: mirrored EndpointSlices.
-    pub num_endpoint_slices: Gauge,
-    /// `desired_endpoint_slices`: mirrored EndpointSlices with perfect allocation.
-    pub desired_endpoint_slices: Gauge,
-    /// `changes{operation}`: EndpointSlice changes, by `create`, `update` or `delete`.
-    pub changes: IntCounterVec,
+    /// `endpoints_desired`, `num_endpoint_slices`, `desired_endpoint_slices` and
+    /// `changes{operation}`, over mirrored slices.
+    pub totals: crate::metrics::SliceTotals,
 }
 
 fn opts(name: &str, help: &str) -> Opts {
@@ -75,32 +68,13 @@ impl MirroringMetrics {
                 "Duration of syncEndpoints() in seconds",
                 seconds,
             )?,
-            endpoints_desired: Gauge::with_opts(opts(
-                "endpoints_desired",
-                "Number of endpoints desired",
-            ))?,
-            num_endpoint_slices: Gauge::with_opts(opts(
-                "num_endpoint_slices",
-                "Number of EndpointSlices",
-            ))?,
-            desired_endpoint_slices: Gauge::with_opts(opts(
-                "desired_endpoint_slices",
-                "Number of EndpointSlices that would exist with perfect endpoint allocation",
-            ))?,
-            changes: IntCounterVec::new(
-                opts("changes", "Number of EndpointSlice changes"),
-                &["operation"],
-            )?,
+            totals: crate::metrics::SliceTotals::register(registry, SUBSYSTEM)?,
         };
         registry.register(Box::new(metrics.endpoints_added_per_sync.clone()))?;
         registry.register(Box::new(metrics.endpoints_updated_per_sync.clone()))?;
         registry.register(Box::new(metrics.endpoints_removed_per_sync.clone()))?;
         registry.register(Box::new(metrics.addresses_skipped_per_sync.clone()))?;
         registry.register(Box::new(metrics.endpoints_sync_duration.clone()))?;
-        registry.register(Box::new(metrics.endpoints_desired.clone()))?;
-        registry.register(Box::new(metrics.num_endpoint_slices.clone()))?;
-        registry.register(Box::new(metrics.desired_endpoint_slices.clone()))?;
-        registry.register(Box::new(metrics.changes.clone()))?;
         Ok(metrics)
     }
 }
@@ -113,7 +87,7 @@ mod tests {
     fn mirroring_metric_names_are_upstream_names() {
         let registry = Registry::new();
         let metrics = MirroringMetrics::register(&registry).unwrap();
-        metrics.changes.with_label_values(&["create"]).inc();
+        metrics.totals.changed("create");
         let mut names: Vec<String> = registry
             .gather()
             .iter()

@@ -100,10 +100,8 @@ impl MirroringController {
 
     fn update_gauges(&self, cache: &MirroringMetricsCache) {
         let totals = cache.totals();
-        self.metrics.endpoints_desired.set(totals.endpoints as f64);
-        self.metrics.num_endpoint_slices.set(totals.slices as f64);
         self.metrics
-            .desired_endpoint_slices
-            .set(totals.desired_slices as f64);
+            .totals
+            .set(totals.endpoints, totals.slices, totals.desired_slices);
     }
 }

@@ -50,7 +50,7 @@ impl MirroringController {
             match api.delete(name(slice), &DeleteParams::default()).await {
                 Ok(_) => {
                     self.state.lock().tracker.expect_deletion(slice);
-                    self.metrics.changes.with_label_values(&["delete"]).inc();
+                    self.metrics.totals.changed("delete");
                 }
                 // Already gone, as we wanted. Upstream fails the sync here and retries; the
                 // retry would find nothing left to do, so the failure only costs a backoff.
@@ -63,7 +63,7 @@ impl MirroringController {
 
     fn wrote(&self, slice: &EndpointSlice, operation: &str) {
         self.state.lock().tracker.update(slice);
-        self.metrics.changes.with_label_values(&[operation]).inc();
+        self.metrics.totals.changed(operation);
     }
 
     /// Deletes every slice mirrored for an Endpoints that is no longer mirrored; returns the
