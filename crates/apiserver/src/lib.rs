@@ -235,6 +235,13 @@ impl ApiServer {
         self.shared.requests.snapshot()
     }
 
+    /// Like [`ApiServer::request_log`], but moves the records out and leaves the log empty,
+    /// for a caller that reads it once at the end (as `plan` does) and should not hold two
+    /// copies of every written object at its peak.
+    pub fn take_request_log(&self) -> Vec<RequestRecord> {
+        self.shared.requests.take()
+    }
+
     /// How many requests the log holds, without copying it.
     pub fn request_log_len(&self) -> usize {
         self.shared.requests.len()

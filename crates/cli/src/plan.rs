@@ -19,6 +19,7 @@ use kube::api::ListParams;
 use kube::Api;
 use reconcile::labels::SERVICE_NAME;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -76,9 +77,13 @@ pub struct Action {
     pub namespace: String,
     /// Name (for creates, the name the server generated).
     pub name: String,
-    /// The object as the server stored it (absent for deletes).
+    /// The object as the server stored it (absent for deletes), as JSON text: a run keeps
+    /// every write until it prints them, and parsed values would take ten times the memory.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub object: Option<Value>,
+    pub object: Option<Box<RawValue>>,
+    /// The Service the write was for (from the slice's label, or the Endpoints' name).
+    #[serde(skip)]
+    pub service: String,
 }
 
 /// The object an event is about.
@@ -157,31 +162,23 @@ pub async fn plan(objects: Vec<Value>, settings: &PlanSettings) -> Result<Outcom
     let report = server.load_objects(objects);
     let refused = report.refused.iter().map(|e| error_chain(e)).collect();
     drop(report);
+    // Loading a pod writes it twice (created, then its status): the history would keep the
+    // superseded copies of the last loaded objects, which no watch needs, since the informers
+    // start with a list after this point.
+    server.compact_history();
     let client = kube::Client::new(server.service(), "default");
     let slice_services = slice_services(&client).await?;
     run_until_settled(&server, &client, &settings.options).await?;
 
     let mut outcome = read_back(&client, &settings.options).await?;
     outcome.refused = refused;
-    outcome.actions = actions(&server.request_log(), slice_services);
+    outcome.actions = actions(server.take_request_log(), slice_services);
     for action in &outcome.actions {
-        let service = match action.kind {
-            "Endpoints" => Some(action.name.clone()),
-            _ => action
-                .object
-                .as_ref()
-                .and_then(|o| o.pointer("/metadata/labels"))
-                .and_then(|l| l.get(SERVICE_NAME))
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        };
-        if let Some(service) = service {
-            if let Some(summary) = outcome
-                .summaries
-                .get_mut(&format!("{}/{service}", action.namespace))
-            {
-                summary.writes += 1;
-            }
+        if let Some(summary) = outcome
+            .summaries
+            .get_mut(&format!("{}/{}", action.namespace, action.service))
+        {
+            summary.writes += 1;
         }
     }
     Ok(outcome)
@@ -264,7 +261,7 @@ async fn slice_services(client: &kube::Client) -> Result<BTreeMap<(String, Strin
 /// stable order (each Service's writes keep the order they were sent in), objects without
 /// their resourceVersion (which depends on how the controllers' requests interleaved).
 fn actions(
-    log: &[apiserver::RequestRecord],
+    log: Vec<apiserver::RequestRecord>,
     mut slice_services: BTreeMap<(String, String), String>,
 ) -> Vec<Action> {
     let mut keyed: Vec<((u8, String, String), Action)> = Vec::new();
@@ -277,7 +274,8 @@ fn actions(
             ("discovery.k8s.io", "endpointslices") => (1, "EndpointSlice"),
             _ => continue,
         };
-        let mut object = record.object.clone();
+        let mut object = record.parsed_object();
+        drop(record.object);
         if let Some(meta) = object
             .as_mut()
             .and_then(|o| o.get_mut("metadata"))
@@ -286,8 +284,8 @@ fn actions(
             meta.remove("resourceVersion");
             meta.remove("managedFields");
         }
-        let namespace = record.namespace.clone().unwrap_or_default();
-        let name = record.name.clone().unwrap_or_default();
+        let namespace = record.namespace.unwrap_or_default();
+        let name = record.name.unwrap_or_default();
         let service = if kind == "Endpoints" {
             name.clone()
         } else {
@@ -311,14 +309,16 @@ fn actions(
             // action is the delete, not what was left.
             object = None;
         }
+        let object = object.and_then(|o| serde_json::value::to_raw_value(&o).ok());
         keyed.push((
-            (rank, namespace.clone(), service),
+            (rank, namespace.clone(), service.clone()),
             Action {
-                verb: record.verb.clone(),
+                verb: record.verb,
                 kind,
                 namespace,
                 name,
                 object,
+                service,
             },
         ));
     }

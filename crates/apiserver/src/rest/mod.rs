@@ -28,6 +28,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::Router;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -257,14 +258,29 @@ async fn log_request(
         Ok(bytes) => bytes,
         Err(e) => return ApiError::internal(format!("reading the response: {e}")).into_response(),
     };
-    if let Ok(object) = serde_json::from_slice::<Value>(&bytes) {
+    /// What the log needs to know of an answered object without parsing all of it.
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow, default)]
+        kind: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default)]
+        metadata: Option<HeadMeta>,
+    }
+    #[derive(serde::Deserialize)]
+    struct HeadMeta {
+        #[serde(default)]
+        name: Option<String>,
+    }
+    if let Ok(head) = serde_json::from_slice::<Head>(&bytes) {
         // A delete answers with the object while finalizers hold it, or with a Status once
         // it is gone; only objects are kept.
-        if object.get("kind").and_then(Value::as_str) != Some("Status") {
+        if head.kind.as_deref() != Some("Status") {
             if record.name.is_none() {
-                record.name = crate::store::meta_str(&object, "name").map(str::to_owned);
+                record.name = head.metadata.and_then(|m| m.name);
             }
-            record.object = Some(object);
+            record.object = std::str::from_utf8(&bytes)
+                .ok()
+                .and_then(|text| RawValue::from_string(text.to_owned()).ok());
         }
     }
     shared.requests.push(record);
