@@ -41,7 +41,7 @@ struct Secure {
     port: u16,
     ca_pem: String,
     stop: CancellationToken,
-    task: tokio::task::JoinHandle<Result<(), secure_serving::ServeError>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl Secure {
@@ -61,6 +61,7 @@ impl Secure {
         cert: ServingCert,
         ca_pem: String,
     ) -> Self {
+        let tls = cert.server_config().unwrap();
         let client = kube::Client::new(api.service(), "default");
         let access = Access::new(client.clone(), client, &settings);
         let registry = Registry::new();
@@ -76,7 +77,7 @@ impl Secure {
         let task = tokio::spawn({
             let stop = stop.clone();
             async move {
-                secure_serving::serve(listener, &cert, access, router, async move {
+                secure_serving::serve(listener, tls, access, router, async move {
                     stop.cancelled().await
                 })
                 .await

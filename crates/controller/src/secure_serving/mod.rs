@@ -33,10 +33,12 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use kube::Client;
+use rustls::ServerConfig;
 use serde_json::json;
 use tokio::net::TcpListener;
 use tracing::{debug, warn};
 
+use crate::client::{build_client, ClientError, ClientSettings};
 use authn::{TokenAuthenticator, User};
 use authz::{AlwaysAllowPaths, Authorizer};
 pub use tls::{CertSource, ServingCert, TlsError, TlsListener};
@@ -123,37 +125,60 @@ impl Access {
     }
 }
 
+/// The clients TokenReviews and SubjectAccessReviews go through: from
+/// `--authentication-kubeconfig` and `--authorization-kubeconfig`, or else the controllers'
+/// own `connection`. Like upstream's, they get their own rate limit (200 per second, bursts
+/// of 400) and a 10s timeout: they sit in the path of every uncached scrape, and must not
+/// queue behind the controllers' writes.
+pub async fn review_clients(
+    settings: &SecureServingSettings,
+    connection: &ClientSettings,
+) -> Result<(Client, Client), ClientError> {
+    let client_settings = |kubeconfig: &Option<PathBuf>| {
+        let mut s = connection.clone();
+        s.qps = 200.0;
+        s.burst = 400;
+        s.read_timeout = REVIEW_TIMEOUT;
+        if let Some(path) = kubeconfig {
+            // --master overrides the controllers' kubeconfig only, as upstream.
+            s.kubeconfig = Some(path.clone());
+            s.master = None;
+        }
+        s
+    };
+    let authn = client_settings(&settings.authentication_kubeconfig);
+    let authz = client_settings(&settings.authorization_kubeconfig);
+    let authn_client = build_client(&authn).await?;
+    let authz_client = if authz == authn {
+        authn_client.clone()
+    } else {
+        build_client(&authz).await?
+    };
+    Ok((authn_client, authz_client))
+}
+
+/// Upstream's timeout for review calls.
+const REVIEW_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Puts the guard in front of every route of `router`.
 pub fn guarded(router: Router, access: Arc<Access>) -> Router {
     router.layer(middleware::from_fn_with_state(access, guard))
 }
 
-/// Serves `router` behind the guard over TLS on `listener` until `shutdown` completes, then
-/// finishes the requests in flight and returns.
+/// Serves `router` behind the guard over TLS (`tls`, from [`ServingCert::server_config`])
+/// on `listener` until `shutdown` completes, then finishes the requests in flight and
+/// returns.
 pub async fn serve(
     listener: TcpListener,
-    cert: &ServingCert,
+    tls: ServerConfig,
     access: Access,
     router: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), ServeError> {
-    let config = cert.server_config()?;
-    let listener = TlsListener::new(listener, config).map_err(ServeError::Io)?;
+) -> std::io::Result<()> {
+    let listener = TlsListener::new(listener, tls)?;
     axum::serve(listener, guarded(router, Arc::new(access)))
         .with_graceful_shutdown(shutdown)
         .await
-        .map_err(ServeError::Io)
-}
-
-/// Why the secure server stopped or could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    /// The certificate could not be used.
-    #[error(transparent)]
-    Tls(#[from] TlsError),
-    /// The listener failed.
-    #[error("serving HTTPS failed")]
-    Io(#[source] std::io::Error),
 }
 
 /// What an `Authorization` header holds.
