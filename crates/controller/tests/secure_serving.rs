@@ -240,6 +240,21 @@ async fn a_failed_token_review_answers_401_and_is_not_cached() {
 }
 
 #[tokio::test]
+async fn a_failed_access_review_answers_500_and_is_not_cached() {
+    let secure = Secure::start(SecureServingSettings::default()).await;
+    secure.api.faults().fail_next(
+        "create",
+        "subjectaccessreviews",
+        1,
+        FaultResponse::InternalError,
+    );
+    assert_eq!(secure.get("/metrics", Some(ALLOWED)).await.0, 500);
+    assert_eq!(secure.get("/metrics", Some(ALLOWED)).await.0, 200);
+    assert_eq!(secure.review_calls(), (1, 2));
+    secure.stop().await;
+}
+
+#[tokio::test]
 async fn a_given_certificate_and_key_are_served() {
     // A CA and a serving certificate it signs, as an operator's PKI would give them.
     let ca_key = rcgen::KeyPair::generate().unwrap();

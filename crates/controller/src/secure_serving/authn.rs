@@ -30,8 +30,8 @@ pub struct User {
 
 /// A TokenReview could not be made.
 #[derive(Debug, thiserror::Error)]
-#[error("TokenReview failed")]
-pub struct AuthnError(#[source] pub kube::Error);
+#[error("TokenReview failed: {0}")]
+pub struct AuthnError(pub kube::Error);
 
 type Digest = [u8; 32];
 

@@ -32,8 +32,8 @@ pub struct Decision {
 
 /// A SubjectAccessReview could not be made.
 #[derive(Debug, thiserror::Error)]
-#[error("SubjectAccessReview failed")]
-pub struct AuthzError(#[source] pub kube::Error);
+#[error("SubjectAccessReview failed: {0}")]
+pub struct AuthzError(pub kube::Error);
 
 /// Paths served without asking anyone.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -228,7 +228,7 @@ async fn guard(State(access): State<Arc<Access>>, request: Request, next: Next) 
                 return unauthorized();
             }
             Err(error) => {
-                warn!(error = %format!("{error:#}"), "cannot authenticate a request");
+                warn!(%error, "cannot authenticate a request");
                 return unauthorized();
             }
         },
@@ -244,7 +244,7 @@ async fn guard(State(access): State<Arc<Access>>, request: Request, next: Next) 
         Ok(decision) if decision.allowed => next.run(request).await,
         Ok(decision) => forbidden(&user, &verb, &path, &decision.reason),
         Err(error) => {
-            warn!(error = %format!("{error:#}"), user = user.name, path, "cannot authorize a request");
+            warn!(%error, user = user.name, path, "cannot authorize a request");
             status(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "InternalError",

@@ -70,6 +70,15 @@ pub enum TlsError {
         #[source]
         source: rustls_pki_types::pem::Error,
     },
+    /// The certificate or key, already read, holds no usable PEM.
+    #[error("the serving {what} holds no usable PEM")]
+    Pem {
+        /// `certificate` or `private key`.
+        what: &'static str,
+        /// What went wrong.
+        #[source]
+        source: rustls_pki_types::pem::Error,
+    },
     /// The generated pair could not be written to `--cert-dir`.
     #[error("cannot write {path}")]
     Write {
@@ -191,13 +200,13 @@ impl ServingCert {
     pub fn server_config(&self) -> Result<ServerConfig, TlsError> {
         let chain = CertificateDer::pem_slice_iter(self.chain_pem.as_bytes())
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|source| TlsError::Read {
-                path: "certificate".into(),
+            .map_err(|source| TlsError::Pem {
+                what: "certificate",
                 source,
             })?;
         let key = PrivateKeyDer::from_pem_slice(self.key_pem.as_bytes()).map_err(|source| {
-            TlsError::Read {
-                path: "private key".into(),
+            TlsError::Pem {
+                what: "private key",
                 source,
             }
         })?;
