@@ -8,7 +8,8 @@
 //! namespace lifecycle, and OpenAPI v3 and v2 schemas. Request bodies are JSON, or protobuf
 //! for namespaces and services (kubectl's typed creates). It is a test and development server, not a
 //! control plane: there is no authentication, admission webhooks, field management or
-//! persistence.
+//! persistence. It does answer TokenReviews and SubjectAccessReviews from a configured table
+//! ([`Reviews`]), for testing components that delegate their own authentication to it.
 //!
 //! ```text
 //!  kube::Client (in-process) ──┐
@@ -85,6 +86,7 @@ mod random;
 mod request_log;
 mod resources;
 mod rest;
+mod reviews;
 mod selectors;
 mod state;
 mod status;
@@ -96,6 +98,7 @@ mod validation;
 pub use faults::{FaultResponse, Faults};
 pub use load::{LoadError, LoadReport, HOLD_FINALIZER};
 pub use request_log::RequestRecord;
+pub use reviews::{NonResourceGrant, Reviews, TokenUser};
 pub use status::ApiError;
 pub use transport::serve;
 
@@ -127,6 +130,9 @@ pub struct Config {
     pub fixed_time: Option<k8s_openapi::jiff::Timestamp>,
     /// Keep a log of every request ([`ApiServer::request_log`]).
     pub record_requests: bool,
+    /// How TokenReviews and SubjectAccessReviews are answered (by default: no token is
+    /// known and nothing is allowed).
+    pub reviews: Reviews,
 }
 
 impl Default for Config {
@@ -138,6 +144,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(30),
             fixed_time: None,
             record_requests: false,
+            reviews: Reviews::default(),
         }
     }
 }
@@ -309,6 +316,11 @@ impl ApiServer {
     /// [`Self::request_log`]. Off by default: the log grows with every request.
     pub fn record_requests(&self, on: bool) {
         self.shared.requests.set_enabled(on);
+    }
+
+    /// Replaces how TokenReviews and SubjectAccessReviews are answered ([`Config::reviews`]).
+    pub fn set_reviews(&self, reviews: Reviews) {
+        self.shared.set_reviews(reviews);
     }
 
     /// Forgets the recorded requests.

@@ -54,10 +54,23 @@ impl RequestRecord {
             subresource: target.status.then(|| "status".to_owned()),
             namespace: target.namespace.clone(),
             name: target.name.clone(),
-            user_agent: headers
-                .get(header::USER_AGENT)
-                .and_then(|value| value.to_str().ok())
-                .map(str::to_owned),
+            user_agent: user_agent(headers),
+            code,
+            object: None,
+        }
+    }
+
+    /// A record of a create of a review (TokenReview, SubjectAccessReview): cluster-scoped,
+    /// unnamed and never stored.
+    pub(crate) fn review(group: &str, plural: &str, headers: &HeaderMap, code: u16) -> Self {
+        Self {
+            verb: "create".to_owned(),
+            group: group.to_owned(),
+            resource: plural.to_owned(),
+            subresource: None,
+            namespace: None,
+            name: None,
+            user_agent: user_agent(headers),
             code,
             object: None,
         }
@@ -82,6 +95,13 @@ impl RequestRecord {
     pub fn succeeded(&self) -> bool {
         (200..300).contains(&self.code)
     }
+}
+
+fn user_agent(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// The records, and whether to keep them.

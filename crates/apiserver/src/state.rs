@@ -9,9 +9,10 @@ use crate::defaults::ClusterIpAllocator;
 use crate::faults::Faults;
 use crate::random::Stamps;
 use crate::request_log::RequestLog;
+use crate::reviews::Reviews;
 use crate::store::Store;
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -35,6 +36,7 @@ pub(crate) struct Shared {
     pub counts: Mutex<BTreeMap<(String, String), u64>>,
     pub requests: RequestLog,
     pub bookmark_interval: Duration,
+    reviews: RwLock<Arc<Reviews>>,
 }
 
 impl Shared {
@@ -51,7 +53,21 @@ impl Shared {
             counts: Mutex::new(BTreeMap::new()),
             requests: RequestLog::new(config.record_requests),
             bookmark_interval: config.bookmark_interval,
+            reviews: RwLock::new(Arc::new(config.reviews.clone())),
         }
+    }
+
+    /// How TokenReviews and SubjectAccessReviews are answered now.
+    pub fn reviews(&self) -> Arc<Reviews> {
+        self.reviews
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the review answers.
+    pub fn set_reviews(&self, reviews: Reviews) {
+        *self.reviews.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(reviews);
     }
 
     fn lock(&self) -> MutexGuard<'_, Cluster> {

@@ -3,6 +3,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use controller::config::Settings;
+use controller::secure_serving::{CertSource, SecureServingSettings, DEFAULT_SECURE_PORT};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -96,12 +97,13 @@ pub struct ControllerFlags {
     /// (kube-controller-manager defaults to protobuf, which kube-rs does not encode).
     #[arg(long, default_value = JSON_CONTENT_TYPE, value_parser = parse_content_type)]
     pub kube_api_content_type: String,
-    /// Address for /metrics, /healthz and /readyz.
+    /// Address for /metrics, /healthz, /livez and /readyz, on both ports.
     #[arg(long, default_value = "0.0.0.0")]
     pub bind_address: IpAddr,
-    /// Port for /metrics, /healthz and /readyz over plain HTTP (0: any free port).
-    #[arg(long, default_value_t = 10252)]
-    pub port: u16,
+    /// Port for /metrics, /healthz, /livez and /readyz over plain HTTP, without TLS or
+    /// authentication. Off unless given (0 also turns it off); `dev` serves it on 10252.
+    #[arg(long)]
+    pub port: Option<u16>,
     #[command(flatten)]
     pub serving: SecureServingFlags,
     #[command(flatten)]
@@ -142,54 +144,66 @@ fn parse_feature_gate(s: &str) -> Result<(String, bool), String> {
     Ok((name.trim().to_owned(), value))
 }
 
-/// kube-controller-manager's secure serving and delegated auth flags. They are accepted so
-/// that its flag files carry over; /metrics is still served over plain HTTP on `--port`, and
-/// the start-up log names each of these flags that was given and is not acted on.
+/// kube-controller-manager's secure serving and delegated authentication and authorization
+/// flags (see `controller::secure_serving`). Client certificates are not supported: their
+/// flags are accepted so that flag files carry over, and the start-up log names them.
 #[derive(Debug, Args, Clone)]
 pub struct SecureServingFlags {
-    /// HTTPS port kube-controller-manager serves on (not served by kube-endpoints yet).
-    #[arg(long, default_value_t = 10257)]
-    pub secure_port: u16,
-    /// Certificate for HTTPS serving.
+    /// HTTPS port for /metrics, /healthz, /livez and /readyz; 0 turns HTTPS off. Default:
+    /// 10257 for `run`; `dev` serves no HTTPS unless given.
     #[arg(long)]
+    pub secure_port: Option<u16>,
+    /// Certificate (PEM, then any intermediates) for HTTPS. Without it and
+    /// --tls-private-key-file, a self-signed certificate is generated at start.
+    #[arg(long, requires = "tls_private_key_file")]
     pub tls_cert_file: Option<PathBuf>,
-    /// Key for HTTPS serving.
-    #[arg(long)]
+    /// Private key (PEM) of --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
     pub tls_private_key_file: Option<PathBuf>,
-    /// kubeconfig for TokenReview (delegated authentication).
+    /// Where the generated self-signed certificate is written (kube-endpoints.crt and
+    /// kube-endpoints.key), and read back on the next start. Without it, the generated
+    /// certificate is kept in memory only. Ignored with --tls-cert-file.
+    #[arg(long)]
+    pub cert_dir: Option<PathBuf>,
+    /// kubeconfig for TokenReviews (delegated authentication); default: the controllers'
+    /// own connection (--kubeconfig, or the in-cluster config).
     #[arg(long)]
     pub authentication_kubeconfig: Option<PathBuf>,
-    /// kubeconfig for SubjectAccessReview (delegated authorization).
+    /// Upstream looks up client-certificate settings in the cluster unless this is set;
+    /// kube-endpoints never does (client certificates are not supported), so it changes
+    /// nothing. Accepted for flag files.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
+    pub authentication_skip_lookup: bool,
+    /// How long TokenReview answers are cached.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub authentication_token_webhook_cache_ttl: Duration,
+    /// kubeconfig for SubjectAccessReviews (delegated authorization); default: the
+    /// controllers' own connection.
     #[arg(long)]
     pub authorization_kubeconfig: Option<PathBuf>,
-    /// Paths served without authorization.
+    /// Paths served without authorization (a trailing `*` matches by prefix).
     #[arg(long, value_delimiter = ',', default_value = "/healthz,/readyz,/livez")]
     pub authorization_always_allow_paths: Vec<String>,
-    /// CA bundle for client certificate authentication.
+    /// How long "allowed" SubjectAccessReview answers are cached.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long "denied" SubjectAccessReview answers are cached.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// CA bundle for client certificate authentication (not supported; accepted for flag
+    /// files).
     #[arg(long)]
     pub client_ca_file: Option<PathBuf>,
-    /// CA bundle for the front proxy's client certificates.
+    /// CA bundle for the front proxy's client certificates (not supported; accepted for
+    /// flag files).
     #[arg(long)]
     pub requestheader_client_ca_file: Option<PathBuf>,
 }
 
 impl SecureServingFlags {
-    /// The flags given that kube-endpoints does not act on yet.
+    /// The flags given that kube-endpoints does not act on.
     pub fn unapplied(&self) -> Vec<&'static str> {
         let given = [
-            ("--tls-cert-file", self.tls_cert_file.is_some()),
-            (
-                "--tls-private-key-file",
-                self.tls_private_key_file.is_some(),
-            ),
-            (
-                "--authentication-kubeconfig",
-                self.authentication_kubeconfig.is_some(),
-            ),
-            (
-                "--authorization-kubeconfig",
-                self.authorization_kubeconfig.is_some(),
-            ),
             ("--client-ca-file", self.client_ca_file.is_some()),
             (
                 "--requestheader-client-ca-file",
@@ -201,6 +215,30 @@ impl SecureServingFlags {
             .filter(|(_, set)| *set)
             .map(|(flag, _)| flag)
             .collect()
+    }
+
+    /// The secure serving settings; `--secure-port` defaults to `default_port`.
+    pub fn settings(&self, default_port: u16) -> SecureServingSettings {
+        let cert = match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => CertSource::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            // clap requires the two together.
+            _ => CertSource::SelfSigned {
+                cert_dir: self.cert_dir.clone(),
+            },
+        };
+        SecureServingSettings {
+            port: self.secure_port.unwrap_or(default_port),
+            cert,
+            authentication_kubeconfig: self.authentication_kubeconfig.clone(),
+            token_cache_ttl: self.authentication_token_webhook_cache_ttl,
+            authorization_kubeconfig: self.authorization_kubeconfig.clone(),
+            always_allow_paths: self.authorization_always_allow_paths.clone(),
+            authorized_ttl: self.authorization_webhook_cache_authorized_ttl,
+            unauthorized_ttl: self.authorization_webhook_cache_unauthorized_ttl,
+        }
     }
 }
 
@@ -393,7 +431,9 @@ impl ControllerFlags {
         s.client.qps = self.kube_api_qps;
         s.client.burst = self.kube_api_burst;
         s.serving.bind_address = self.bind_address;
-        s.serving.port = self.port;
+        // Upstream's --port 0 meant "no plain HTTP"; so does ours.
+        s.serving.port = self.port.filter(|port| *port != 0);
+        s.serving.secure = self.serving.settings(DEFAULT_SECURE_PORT);
         if self.kube_api_qps <= 0.0 {
             bail!("--kube-api-qps must be positive, got {}", self.kube_api_qps);
         }

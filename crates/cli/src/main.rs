@@ -169,7 +169,7 @@ mod tests {
         assert_eq!(flags.concurrent_service_endpoint_syncs, 50);
         assert_eq!(flags.logging.verbosity, 2);
         assert_eq!(flags.logging.logging_format, args::LoggingFormat::Json);
-        assert_eq!(flags.serving.secure_port, 10257);
+        assert_eq!(flags.serving.secure_port, Some(10257));
         assert_eq!(
             flags.feature_gates,
             vec![
@@ -183,6 +183,76 @@ mod tests {
             .expect("settings are valid");
         assert_eq!(settings.concurrent_endpoint_syncs, 10);
         assert!(settings.validate().is_ok());
+        let secure = &settings.serving.secure;
+        assert_eq!(
+            secure.cert,
+            controller::secure_serving::CertSource::Files {
+                cert: "/etc/kubernetes/pki/controller-manager.crt".into(),
+                key: "/etc/kubernetes/pki/controller-manager.key".into(),
+            }
+        );
+        assert_eq!(
+            secure.authentication_kubeconfig.as_deref(),
+            Some(std::path::Path::new(
+                "/etc/kubernetes/controller-manager.conf"
+            ))
+        );
+        assert!(secure.always_allow_paths.iter().any(|p| p == "/metrics"));
+        assert_eq!(
+            flags.serving.unapplied(),
+            ["--client-ca-file", "--requestheader-client-ca-file"]
+        );
+    }
+
+    #[test]
+    fn https_is_served_on_10257_by_default_and_plain_http_only_when_asked() {
+        let settings = parse_run(&[])
+            .expect("parses")
+            .controllers
+            .settings(None)
+            .expect("valid");
+        assert_eq!(settings.serving.port, None);
+        assert_eq!(settings.serving.secure.port, 10257);
+        assert_eq!(
+            settings.serving.secure.cert,
+            controller::secure_serving::CertSource::SelfSigned { cert_dir: None }
+        );
+
+        let args = parse_run(&[
+            "--port=10252",
+            "--secure-port=0",
+            "--cert-dir=/var/run/kube-endpoints",
+            "--authentication-skip-lookup",
+            "--authentication-token-webhook-cache-ttl=1m",
+            "--authorization-webhook-cache-unauthorized-ttl=0",
+        ])
+        .expect("parses");
+        assert!(args.controllers.serving.authentication_skip_lookup);
+        let settings = args.controllers.settings(None).expect("valid");
+        assert_eq!(settings.serving.port, Some(10252));
+        assert!(!settings.serving.secure.enabled());
+        assert_eq!(
+            settings.serving.secure.cert,
+            controller::secure_serving::CertSource::SelfSigned {
+                cert_dir: Some("/var/run/kube-endpoints".into())
+            }
+        );
+        assert_eq!(
+            settings.serving.secure.token_cache_ttl,
+            std::time::Duration::from_secs(60)
+        );
+        assert_eq!(
+            settings.serving.secure.unauthorized_ttl,
+            std::time::Duration::ZERO
+        );
+
+        let off = parse_run(&["--port=0"]).expect("parses");
+        assert_eq!(
+            off.controllers.settings(None).expect("valid").serving.port,
+            None
+        );
+        let half = parse_run(&["--tls-cert-file=/tls.crt"]).unwrap_err();
+        assert!(half.contains("--tls-private-key-file"), "{half}");
     }
 
     #[test]

@@ -171,6 +171,27 @@ fn the_deployment_runs_locked_down_with_leader_election_and_probes() {
     };
     assert_eq!(path(&container.liveness_probe).as_deref(), Some("/healthz"));
     assert_eq!(path(&container.readiness_probe).as_deref(), Some("/readyz"));
+    // The probes reach the secure port, where the health paths need no token.
+    for probe in [&container.liveness_probe, &container.readiness_probe] {
+        let http = probe.as_ref().and_then(|p| p.http_get.as_ref()).unwrap();
+        assert_eq!(http.scheme.as_deref(), Some("HTTPS"));
+        assert_eq!(
+            http.port,
+            k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String("metrics".into())
+        );
+    }
+    let metrics_port = container
+        .ports
+        .iter()
+        .flatten()
+        .find(|p| p.name.as_deref() == Some("metrics"))
+        .unwrap();
+    assert_eq!(metrics_port.container_port, 10257);
+    assert!(container
+        .args
+        .iter()
+        .flatten()
+        .any(|a| a == "--secure-port=10257"));
     let resources = container.resources.clone().unwrap();
     assert!(resources.requests.unwrap().contains_key("memory"));
     assert!(resources.limits.unwrap().contains_key("memory"));

@@ -8,6 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use crate::client::ClientSettings;
+use crate::secure_serving::SecureServingSettings;
 
 use reconcile::slice::MAX_ENDPOINTS_PER_SLICE_LIMIT;
 
@@ -187,22 +188,25 @@ impl LeaderElectionSettings {
     }
 }
 
-/// `--bind-address` and `--port`: where /metrics, /healthz and /readyz listen (plain HTTP).
+/// Where /metrics, /healthz, /livez and /readyz are served: HTTPS on `--secure-port`, and
+/// plain HTTP on `--port` only when asked for.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServingSettings {
-    /// `--bind-address` (0.0.0.0).
+    /// `--bind-address` (0.0.0.0), for both ports.
     pub bind_address: IpAddr,
-    /// `--port` (10252). kube-controller-manager serves HTTPS on 10257 and we run beside it,
-    /// often on the same host network, so we take the number its plain-HTTP port had before
-    /// that port was removed, which no current component binds.
-    pub port: u16,
+    /// `--port`: plain HTTP, without authentication; off by default (`None`). `Some(0)`
+    /// picks any free port (`dev --exit-when-synced` does).
+    pub port: Option<u16>,
+    /// HTTPS with delegated authentication and authorization, as kube-controller-manager.
+    pub secure: SecureServingSettings,
 }
 
 impl Default for ServingSettings {
     fn default() -> Self {
         Self {
             bind_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            port: 10252,
+            port: None,
+            secure: SecureServingSettings::default(),
         }
     }
 }

@@ -11,7 +11,9 @@
 //! standby); the leader is ready once its informers synced. So a two-replica rollout
 //! proceeds, and a leader that cannot sync is taken out of the metrics Service.
 //!
-//! `/metrics` renders the registry in Prometheus' text format. Like mini-redis's server,
+//! `/metrics` renders the registry in Prometheus' text format. [`crate::secure_serving`]
+//! serves these routes over HTTPS behind authentication; [`serve`] is the plain HTTP server
+//! of `--port`, which is off unless asked for. Like mini-redis's server,
 //! [`serve`] takes a bound listener and a shutdown future, so tests bind `127.0.0.1:0` and
 //! stop it when they like.
 
@@ -219,9 +221,14 @@ async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
     }
 }
 
-/// Binds `--bind-address`:`--port`.
-pub async fn bind(settings: &ServingSettings) -> std::io::Result<TcpListener> {
-    TcpListener::bind(SocketAddr::new(settings.bind_address, settings.port)).await
+/// Binds `--bind-address`:`--port` for plain HTTP; `None` when `--port` is off.
+pub async fn bind(settings: &ServingSettings) -> std::io::Result<Option<TcpListener>> {
+    match settings.port {
+        Some(port) => Ok(Some(
+            TcpListener::bind(SocketAddr::new(settings.bind_address, port)).await?,
+        )),
+        None => Ok(None),
+    }
 }
 
 /// Serves the routes on `listener` until `shutdown` completes, then finishes the requests

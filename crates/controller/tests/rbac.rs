@@ -13,12 +13,14 @@ mod support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver::{FaultResponse, RequestRecord};
+use apiserver::{FaultResponse, NonResourceGrant, RequestRecord, Reviews, TokenUser};
 use controller::config::LeaderElectionSettings;
-use controller::health::Readiness;
+use controller::health::{self, Liveness, Readiness};
 use controller::leader::{LeaderElector, LeadershipEnd};
+use controller::secure_serving::{self, Access, SecureServingSettings};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use kube::Client;
 use prometheus::Registry;
@@ -434,6 +436,8 @@ async fn controllers_requests() -> anyhow::Result<BTreeSet<Attributes>> {
     })
     .await;
 
+    scrape_metrics_with_a_token(&cluster).await;
+
     shutdown.cancel();
     let end = within("the elector to stop", leading).await?;
     assert_eq!(end, LeadershipEnd::ShutDown);
@@ -447,6 +451,35 @@ async fn controllers_requests() -> anyhow::Result<BTreeSet<Attributes>> {
         .collect();
     requests.extend(implied);
     Ok(requests)
+}
+
+/// A scraper gets /metrics from the secure server, whose TokenReviews and
+/// SubjectAccessReviews go through the controllers' client: the calls a scrape costs.
+/// In-process: the guard is the same with or without TLS in front of it.
+async fn scrape_metrics_with_a_token(cluster: &TestCluster) {
+    const TOKEN: &str = "scraper-token";
+    const SCRAPER: &str = "system:serviceaccount:monitoring:prometheus";
+    cluster.server.set_reviews(
+        Reviews::default()
+            .with_token(TOKEN, TokenUser::new(SCRAPER, &[]))
+            .with_grant(NonResourceGrant::user_get(SCRAPER, &["/metrics"])),
+    );
+    let client = controllers_client(cluster);
+    let access = Access::new(client.clone(), client, &SecureServingSettings::default());
+    let router = secure_serving::guarded(
+        health::router(Registry::new(), Readiness::new(), Liveness::new()),
+        Arc::new(access),
+    );
+    let response = router
+        .oneshot(
+            http::Request::get("/metrics")
+                .header(http::header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+                .body(axum::body::Body::empty())
+                .expect("a request"),
+        )
+        .await
+        .expect("the router answers");
+    assert_eq!(response.status(), http::StatusCode::OK);
 }
 
 fn describe(requests: &BTreeSet<Attributes>) -> String {
@@ -476,6 +509,8 @@ async fn deploy_rbac_grants_exactly_what_the_controllers_use() -> anyhow::Result
         ("delete", "endpoints"),
         ("patch", "events"),
         ("update", "leases"),
+        ("create", "tokenreviews"),
+        ("create", "subjectaccessreviews"),
     ] {
         assert!(
             kinds.contains(&expected),

@@ -6,6 +6,7 @@
 
 use super::object_response;
 use crate::resources::{self, Resource, RESOURCES};
+use crate::reviews::Review;
 use crate::status::ApiError;
 use axum::extract::Path;
 use axum::http::StatusCode;
@@ -75,11 +76,18 @@ fn group_version(r: &Resource) -> Value {
 }
 
 fn group_entry(group: &str) -> Option<Value> {
-    let first = RESOURCES.iter().find(|r| r.group == group)?;
+    let version = match RESOURCES.iter().find(|r| r.group == group) {
+        Some(first) => group_version(first),
+        // The review groups hold no stored resource, only their one create-only resource.
+        None => {
+            let review = Review::ALL.into_iter().find(|r| r.group() == group)?;
+            json!({"groupVersion": format!("{}/v1", review.group()), "version": "v1"})
+        }
+    };
     Some(json!({
         "name": group,
-        "versions": [group_version(first)],
-        "preferredVersion": group_version(first),
+        "versions": [version],
+        "preferredVersion": version,
     }))
 }
 
@@ -109,6 +117,7 @@ pub(crate) async fn core_resources() -> Response {
 pub(crate) async fn group_list() -> Response {
     let groups: Vec<Value> = resources::groups()
         .into_iter()
+        .chain(Review::ALL.map(Review::group))
         .filter_map(group_entry)
         .collect();
     object_response(
@@ -129,7 +138,8 @@ pub(crate) async fn group(Path(group): Path<String>) -> Response {
 }
 
 pub(crate) async fn group_resources(Path((group, version)): Path<(String, String)>) -> Response {
-    let entries = resource_entries(&group, &version);
+    let mut entries = resource_entries(&group, &version);
+    entries.extend(Review::in_group(&group, &version).map(Review::discovery_entry));
     if entries.is_empty() {
         return ApiError::no_route().into_response();
     }

@@ -18,6 +18,7 @@ pub(crate) use write::{create, delete, update, DeleteOptions};
 use crate::limits;
 use crate::request_log::RequestRecord;
 use crate::resources::{self, Resource};
+use crate::reviews::{self, Review};
 use crate::state::Shared;
 use crate::status::ApiError;
 use axum::body::Bytes;
@@ -46,6 +47,11 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/openapi/v3", get(openapi::root))
         .route("/openapi/v3/api/{version}", get(openapi::core))
         .route("/openapi/v3/apis/{group}/{version}", get(openapi::group))
+        .route(&Review::Token.path(), any(reviews::token_reviews))
+        .route(
+            &Review::SubjectAccess.path(),
+            any(reviews::subject_access_reviews),
+        )
         .route("/api/v1/{*rest}", any(core_resource))
         .route("/apis/{group}/{version}/{*rest}", any(group_resource))
         .fallback(|| async { ApiError::no_route() })
@@ -289,7 +295,7 @@ async fn log_request(
 
 /// The request body, refused when it is over [`limits::MAX_BODY_BYTES`] (413) or nested
 /// deeper than [`limits::MAX_NESTING`] (400), before any parser spends time on it.
-fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+pub(crate) fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::request_entity_too_large(limits::MAX_BODY_BYTES)

@@ -44,15 +44,25 @@ pub async fn run(args: DevArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("kube-endpoints-dev.kubeconfig"));
     let handle = crate::cmd::apiserver::start(args.listen, &args.files, Some(&kubeconfig)).await?;
-    let mut flags = args.controllers.clone();
-    if args.exit_when_synced && flags.port == 10252 {
-        flags.port = 0;
+    let flags = &args.controllers;
+    let mut settings = flags.settings(Some(kubeconfig.clone()))?;
+    // A development loop: plain HTTP on 10252 unless told otherwise (any free port for a
+    // one-shot run, which others may run side by side), and HTTPS only when --secure-port
+    // is given, since the embedded server knows no scraper's token.
+    if flags.port.is_none() {
+        settings.serving.port = Some(if args.exit_when_synced { 0 } else { 10252 });
     }
-    let settings = flags.settings(Some(kubeconfig.clone()))?;
-    let session = Session::start(settings, &flags).await?;
-    let metrics_addr = session.metrics_addr;
+    if flags.serving.secure_port.is_none() {
+        settings.serving.secure.port = 0;
+    }
+    let session = Session::start(settings, flags).await?;
+    let metrics = match (session.metrics_addr, session.secure_addr) {
+        (Some(plain), _) => format!("http://{plain}/metrics"),
+        (None, Some(secure)) => format!("https://{secure}/metrics"),
+        (None, None) => "not served".to_owned(),
+    };
     tracing::info!(
-        metrics = %format!("http://{metrics_addr}/metrics"),
+        metrics = %metrics,
         hint = %format!(
             "kubectl --kubeconfig {} get endpointslices,endpoints -A",
             kubeconfig.display()

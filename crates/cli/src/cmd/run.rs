@@ -6,6 +6,7 @@ use clap::Args;
 use controller::health::{self, Liveness, Readiness};
 use controller::leader::{default_identity, LeadershipEnd, HEALTH_CHECK_MARGIN};
 use controller::replica::Replica;
+use controller::secure_serving::{self, ServingCert};
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -111,9 +112,11 @@ pub struct Session {
     pub activity: controller::Activity,
     /// Served on /healthz and /livez.
     pub liveness: Liveness,
-    /// Where the health server listens.
-    pub metrics_addr: std::net::SocketAddr,
-    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// Where plain HTTP (`--port`) is served, if it is.
+    pub metrics_addr: Option<std::net::SocketAddr>,
+    /// Where HTTPS (`--secure-port`) is served, if it is.
+    pub secure_addr: Option<std::net::SocketAddr>,
+    servers: Vec<tokio::task::JoinHandle<Result<()>>>,
 }
 
 impl Session {
@@ -129,7 +132,7 @@ impl Session {
             tracing::warn!(
                 flags = unapplied.join(" "),
                 "accepted for kube-controller-manager compatibility but not acted on: \
-                 /metrics, /healthz and /readyz are served over plain HTTP on --port"
+                 client certificates are not supported; scrapers authenticate with bearer tokens"
             );
         }
         if !flags.feature_gates.is_empty() {
@@ -152,24 +155,73 @@ impl Session {
         crate::build_info::register(&registry).context("registering kubernetes_build_info")?;
         let readiness = Readiness::new();
         let liveness = Liveness::new();
-        let listener = health::bind(&settings.serving).await.with_context(|| {
+        let stop = || {
+            let t = shutdown.clone();
+            async move { t.cancelled().await }
+        };
+        let mut servers = Vec::new();
+        let serving = &settings.serving;
+        // Both ports are bound before either server starts, so a port in use fails the
+        // start-up with nothing left running.
+        let plain = health::bind(serving).await.with_context(|| {
             format!(
-                "binding --bind-address {} --port {}",
-                settings.serving.bind_address, settings.serving.port
+                "binding --bind-address {} --port {:?}",
+                serving.bind_address, serving.port
             )
         })?;
-        let metrics_addr = listener.local_addr()?;
-        tracing::info!(address = %metrics_addr, "serving /metrics, /healthz, /livez and /readyz");
-        let server = tokio::spawn(health::serve(
-            listener,
-            registry.clone(),
-            readiness.clone(),
-            liveness.clone(),
-            {
-                let t = shutdown.clone();
-                async move { t.cancelled().await }
-            },
-        ));
+        let mut secure_addr = None;
+        if serving.secure.enabled() {
+            let tls = ServingCert::load(&serving.secure.cert)
+                .and_then(|cert| cert.server_config())
+                .context("loading the serving certificate")?;
+            let (authn, authz) = secure_serving::review_clients(&serving.secure, &settings.client)
+                .await
+                .context("connecting for TokenReviews and SubjectAccessReviews")?;
+            let access = secure_serving::Access::new(authn, authz, &serving.secure);
+            let listener = serving
+                .secure
+                .bind(serving.bind_address)
+                .await
+                .with_context(|| {
+                    format!(
+                        "binding --bind-address {} --secure-port {}",
+                        serving.bind_address, serving.secure.port
+                    )
+                })?;
+            let addr = listener.local_addr()?;
+            tracing::info!(address = %addr, "serving /metrics, /healthz, /livez and /readyz over HTTPS");
+            secure_addr = Some(addr);
+            let router = health::router(registry.clone(), readiness.clone(), liveness.clone());
+            let stop = stop();
+            servers.push(tokio::spawn(async move {
+                secure_serving::serve(listener, tls, access, router, stop)
+                    .await
+                    .context("serving HTTPS")
+            }));
+        }
+        let metrics_addr = match plain {
+            Some(listener) => {
+                let addr = listener.local_addr()?;
+                tracing::warn!(address = %addr, "serving /metrics, /healthz, /livez and /readyz over plain HTTP, without authentication (--port)");
+                let server = health::serve(
+                    listener,
+                    registry.clone(),
+                    readiness.clone(),
+                    liveness.clone(),
+                    stop(),
+                );
+                servers.push(tokio::spawn(async move {
+                    server.await.context("serving plain HTTP")
+                }));
+                Some(addr)
+            }
+            None => None,
+        };
+        if servers.is_empty() {
+            tracing::warn!(
+                "--secure-port 0 and no --port: /metrics and the health checks are not served"
+            );
+        }
         let options = controller::Options {
             settings,
             endpoints: enabled.endpoints,
@@ -186,7 +238,8 @@ impl Session {
             activity: controller::Activity::new(),
             liveness,
             metrics_addr,
-            server,
+            secure_addr,
+            servers,
         })
     }
 
@@ -205,13 +258,15 @@ impl Session {
         async move { controller::run(client, &options, &registry, readiness, activity, token).await }
     }
 
-    /// Stops the health server.
+    /// Stops the servers of /metrics and the health checks.
     pub async fn finish(self) {
         self.shutdown.cancel();
-        match self.server.await {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => tracing::warn!(%err, "metrics server failed"),
-            Err(err) => tracing::warn!(%err, "metrics server task failed"),
+        for server in self.servers {
+            match server.await {
+                Ok(Ok(())) => {}
+                Ok(Err(err)) => tracing::warn!(err = %format!("{err:#}"), "metrics server failed"),
+                Err(err) => tracing::warn!(%err, "metrics server task failed"),
+            }
         }
     }
 }
