@@ -7,8 +7,8 @@
 //! subresource, four patch formats, delete with finalizers and garbage collection, the
 //! namespace lifecycle, and OpenAPI v3 and v2 schemas. Request bodies are JSON, or protobuf
 //! for namespaces and services (kubectl's typed creates). It is a test and development server, not a
-//! control plane: there is no authentication, admission webhooks, field management or
-//! persistence.
+//! control plane: there is no authentication, admission webhooks or persistence, and field
+//! management is an approximation (see the `managed_fields` module).
 //!
 //! ```text
 //!  kube::Client (in-process) ──┐
@@ -79,6 +79,7 @@ mod history;
 mod kubeconfig;
 pub mod limits;
 mod load;
+mod managed_fields;
 mod printers;
 mod protobuf;
 mod random;
