@@ -30,6 +30,7 @@ pub mod config;
 pub mod endpoints;
 pub mod endpointslice;
 pub mod events;
+pub mod field_manager;
 pub mod health;
 pub mod index;
 pub mod informer;
