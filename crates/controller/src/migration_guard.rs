@@ -302,20 +302,25 @@ impl MigrationGuard {
         };
         for write in fresh {
             let kind = kind.as_str();
-            let message = format!(
-                "{kind} {key} was changed by field manager {manager:?} at {time}, not by \
-                 kube-endpoints: another {controller} writes these objects. If it is \
-                 kube-controller-manager's, restart kube-controller-manager with \
-                 --controllers=*,-endpoints-controller,-endpointslice-controller",
-                manager = write.manager,
-                time = write.time,
-            );
+            let manager = match write.manager.as_str() {
+                "" => "(unnamed)",
+                named => named,
+            };
             tracing::error!(
                 kind,
                 object = %key,
-                manager = %write.manager,
+                manager = %manager,
+                time = %write.time,
                 controller,
-                "{message}"
+                "Another writer changed an object these controllers manage; is \
+                 kube-controller-manager still running this controller?"
+            );
+            let message = format!(
+                "{kind} {key} was changed by field manager {manager} at {time}, not by \
+                 kube-endpoints: another {controller} writes these objects. If it is \
+                 kube-controller-manager's, restart kube-controller-manager with \
+                 --controllers=*,-endpoints-controller,-endpointslice-controller",
+                time = write.time,
             );
             self.foreign_writes
                 .with_label_values(&[controller, write.manager.as_str()])
