@@ -8,9 +8,12 @@
 //! but [`FIELD_MANAGER`]), dated after we started, that owns fields the controllers write
 //! (a slice's endpoints, ports, address type or managed-by label; an Endpoints' subsets or
 //! managed-by label), on an object one of our running controllers manages, is a foreign write.
-//! It is reported once per object, manager and entry time: an error log line naming the
-//! object and the writer, a Warning Event `ForeignWriter` on the Service, and the counter
-//! `migration_guard_foreign_writes_total{controller,manager}`.
+//! It is counted once per object, manager and entry time in
+//! `migration_guard_foreign_writes_total{controller,manager}`. When the writer is
+//! kube-controller-manager ([`UPSTREAM_MANAGER`]) it is also reported loudly: an error log
+//! line naming the object and the writer, and a Warning Event `ForeignWriter` on the Service.
+//! Another manager (someone's `kubectl edit` of a slice's endpoints) gets a warning line only:
+//! upstream's controllers repair such edits silently, and so do we, with the same Events.
 //!
 //! Our own writes never count (they carry our manager name), nor do edits of fields the
 //! controllers leave alone (a label added with kubectl), nor entries from before we started
@@ -38,6 +41,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// The Event reason of a foreign write.
 pub const REASON: &str = "ForeignWriter";
+
+/// The field manager of kube-controller-manager's controllers: the product part of their
+/// User-Agent (`kube-controller-manager/v1.35.0 (linux/amd64) kubernetes/... /
+/// system:serviceaccount:kube-system:endpointslice-controller`).
+pub const UPSTREAM_MANAGER: &str = "kube-controller-manager";
 
 /// The kinds the guard watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -301,46 +309,60 @@ impl MigrationGuard {
                 .collect()
         };
         for write in fresh {
+            self.foreign_writes
+                .with_label_values(&[controller, write.manager.as_str()])
+                .inc();
             let kind = kind.as_str();
-            let manager = match write.manager.as_str() {
-                "" => "(unnamed)",
-                named => named,
-            };
+            if write.manager != UPSTREAM_MANAGER {
+                // A person or a tool edited what the controllers write. Upstream's controllers
+                // repair such edits without a word; we only note them.
+                let manager = match write.manager.as_str() {
+                    "" => "(unnamed)",
+                    named => named,
+                };
+                tracing::warn!(
+                    kind,
+                    object = %key,
+                    manager = %manager,
+                    time = %write.time,
+                    controller,
+                    "Another field manager changed fields these controllers write"
+                );
+                continue;
+            }
             tracing::error!(
                 kind,
                 object = %key,
-                manager = %manager,
+                manager = %write.manager,
                 time = %write.time,
                 controller,
                 "Another writer changed an object these controllers manage; is \
                  kube-controller-manager still running this controller?"
             );
+            let Some(service) = service else {
+                continue;
+            };
+            // No time in the message: repeats within the recorder's window then bump one
+            // Event's count instead of adding an Event per write.
             let message = format!(
-                "{kind} {key} was changed by field manager {manager} at {time}, not by \
-                 kube-endpoints: another {controller} writes these objects. If it is \
-                 kube-controller-manager's, restart kube-controller-manager with \
-                 --controllers=*,-endpoints-controller,-endpointslice-controller",
-                time = write.time,
+                "{kind} {key} was changed by kube-controller-manager, not by kube-endpoints: \
+                 kube-controller-manager still runs its {controller}. Restart it with \
+                 --controllers=*,-{controller} added to its other disabled controllers"
             );
-            self.foreign_writes
-                .with_label_values(&[controller, write.manager.as_str()])
-                .inc();
-            if let Some(service) = service {
-                let uid = self
-                    .services
-                    .get(&ObjectKey::new(&key.namespace, service))
-                    .map(|s| s.uid.clone())
-                    .unwrap_or_default();
-                self.events.record(
-                    Involved {
-                        kind: "Service",
-                        namespace: key.namespace.clone(),
-                        name: service.to_owned(),
-                        uid,
-                    },
-                    PlannedEvent::warning(REASON, message),
-                );
-            }
+            let uid = self
+                .services
+                .get(&ObjectKey::new(&key.namespace, service))
+                .map(|s| s.uid.clone())
+                .unwrap_or_default();
+            self.events.record(
+                Involved {
+                    kind: "Service",
+                    namespace: key.namespace.clone(),
+                    name: service.to_owned(),
+                    uid,
+                },
+                PlannedEvent::warning(REASON, message),
+            );
         }
     }
 

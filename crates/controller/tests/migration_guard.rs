@@ -1,7 +1,7 @@
 //! The migration guard against the embedded API server: a second writer posing as
 //! kube-controller-manager on a slice or an Endpoints object we manage is reported once (an
 //! error log line, a Warning Event on the Service, a counter), while our own writes and a
-//! user's label edit are not.
+//! user's label edit are not, and a person's edit of a slice's endpoints is only counted.
 //!
 //! The "not reported" checks need no waiting for nothing to happen: each informer hands its
 //! events to the guard in order, so once a later foreign write has been reported, every write
@@ -120,12 +120,12 @@ async fn web_like(cluster: &TestCluster, name: &str, ips: &[&str]) -> anyhow::Re
     Ok(())
 }
 
-/// Replaces the slice as kube-controller-manager would, keeping only its first endpoint.
-async fn kcm_trims(cluster: &TestCluster, slice: &str) -> anyhow::Result<()> {
+/// Replaces the slice under field manager `manager`, keeping only its first endpoint.
+async fn trim(cluster: &TestCluster, slice: &str, manager: &str) -> anyhow::Result<()> {
     let api = cluster.slices(NS);
     let mut current = api.get(slice).await?;
     current.endpoints.truncate(1);
-    api.replace(slice, &as_manager(KCM), &current).await?;
+    api.replace(slice, &as_manager(manager), &current).await?;
     Ok(())
 }
 
@@ -171,7 +171,7 @@ async fn kube_controller_managers_write_to_a_managed_slice_is_reported_once_and_
             &Patch::Merge(&label),
         )
         .await?;
-    kcm_trims(&cluster, &web_slice).await?;
+    trim(&cluster, &web_slice, KCM).await?;
 
     wait_for_reports(&controllers, 1.0).await;
     let lines = logs.errors_about(&[&web_slice, BY_KCM]);
@@ -197,24 +197,44 @@ async fn kube_controller_managers_write_to_a_managed_slice_is_reported_once_and_
         "the label edit counted"
     );
 
-    // We put the endpoint back; then kube-controller-manager writes another Service's slice.
+    // We put the endpoint back. A person then trims it with kubectl: counted under their
+    // name, but no error and no Event. Then kube-controller-manager writes another Service's
+    // slice, which is reported after both.
     cluster
         .wait_for_slices(NS, "web", "two endpoints again", |s| endpoint_count(s) == 2)
         .await;
+    trim(&cluster, &web_slice, "kubectl-edit").await?;
     let api = cluster
         .wait_for_slices(NS, "api", "two endpoints", |s| endpoint_count(s) == 2)
         .await;
     let api_slice = api[0].metadata.name.clone().unwrap_or_default();
-    kcm_trims(&cluster, &api_slice).await?;
+    trim(&cluster, &api_slice, KCM).await?;
     wait_for_reports(&controllers, 2.0).await;
+    cluster.wait_for_event(NS, "api", REASON).await;
 
     assert_eq!(
+        foreign_writes(&controllers, &[("manager", "kubectl-edit")]),
+        1.0
+    );
+    assert_eq!(
         foreign_writes(&controllers, &[]),
-        2.0,
-        "our repair was counted"
+        3.0,
+        "our repairs were counted"
     );
     assert_eq!(logs.errors_about(&[&web_slice]).len(), 1);
     assert_eq!(logs.errors_about(&[&api_slice, BY_KCM]).len(), 1);
+    let about_web: Vec<_> = cluster
+        .events(NS)
+        .list(&Default::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some(REASON) && e.involved_object.name.as_deref() == Some("web")
+        })
+        .map(|e| e.count)
+        .collect();
+    assert_eq!(about_web, [Some(1)], "the person's edit made an Event");
     controllers.stop().await;
     Ok(())
 }
