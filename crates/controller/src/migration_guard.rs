@@ -37,6 +37,7 @@ use reconcile::labels::{
 use reconcile::projection::ServiceInfo;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// The Event reason of a foreign write.
@@ -79,10 +80,12 @@ type Seen = HashMap<(Kind, ObjectKey), Vec<ForeignWrite>>;
 /// Where the slice and Endpoints informers leave each object's foreign writes before they drop
 /// its managedFields. Clones share one map, which holds an object only between its informer
 /// seeing it and the guard handling it, and only when it has foreign writes (normally never).
+/// It notes nothing until a guard takes it (a shadow runs none), so that nothing piles up.
 #[derive(Debug, Clone)]
 pub struct ManagedFieldsTap {
     seen: Arc<Mutex<Seen>>,
     since: Timestamp,
+    enabled: Arc<AtomicBool>,
 }
 
 impl ManagedFieldsTap {
@@ -93,6 +96,7 @@ impl ManagedFieldsTap {
         Self {
             seen: Arc::default(),
             since,
+            enabled: Arc::default(),
         }
     }
 
@@ -107,6 +111,9 @@ impl ManagedFieldsTap {
     }
 
     fn note(&self, kind: Kind, meta: &ObjectMeta, owns_managed: fn(&Value) -> bool) {
+        if !self.enabled.load(Ordering::Relaxed) {
+            return;
+        }
         let writes = foreign_writes(meta, self.since, owns_managed);
         let (Some(namespace), Some(name)) = (&meta.namespace, &meta.name) else {
             return;
@@ -221,6 +228,7 @@ impl MigrationGuard {
             &["controller", "manager"],
         )?;
         registry.register(Box::new(foreign_writes.clone()))?;
+        tap.enabled.store(true, Ordering::Relaxed);
         Ok(Arc::new(Self {
             tap,
             services,
@@ -486,6 +494,7 @@ mod tests {
     #[test]
     fn the_tap_keeps_an_object_only_while_it_has_foreign_writes() {
         let tap = ManagedFieldsTap::new(at(100));
+        tap.enabled.store(true, Ordering::Relaxed);
         let key = ObjectKey::new("default", "web-abc");
         let mut slice = EndpointSlice {
             metadata: meta(vec![entry(
@@ -496,8 +505,25 @@ mod tests {
             ..EndpointSlice::default()
         };
         tap.slice(&slice);
+        assert_eq!(tap.take(Kind::EndpointSlice, &key).len(), 1);
+        tap.slice(&slice);
         slice.metadata.managed_fields = None;
         tap.slice(&slice);
         assert!(tap.take(Kind::EndpointSlice, &key).is_empty());
+    }
+
+    #[test]
+    fn a_tap_no_guard_took_notes_nothing() {
+        let tap = ManagedFieldsTap::new(at(100));
+        let slice = EndpointSlice {
+            metadata: meta(vec![entry(
+                "kube-controller-manager",
+                150,
+                json!({"f:endpoints": {}}),
+            )]),
+            ..EndpointSlice::default()
+        };
+        tap.slice(&slice);
+        assert!(tap.seen.lock().unwrap().is_empty());
     }
 }
