@@ -14,12 +14,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use controller::field_manager::FIELD_MANAGER;
 use controller::migration_guard::REASON;
+use controller::Options;
 use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use reconcile::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_MANAGED_BY};
 use serde_json::json;
 use support::{
-    addresses, endpoints_only, eventually, pod, service, slices_only, Controllers, TestCluster,
+    addresses, endpoints_only, eventually, options, pod, service, slices_only, Controllers,
+    TestCluster,
 };
 
 const NS: &str = "default";
@@ -326,5 +329,72 @@ async fn kcm_puts_one_address(cluster: &TestCluster, name: &str) -> anyhow::Resu
         .header(http::header::CONTENT_TYPE, "application/json")
         .body(serde_json::to_vec(&current)?)?;
     let _: Endpoints = cluster.client.request(request).await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn kube_controller_managers_write_to_a_mirrored_slice_names_the_mirroring_controller(
+) -> anyhow::Result<()> {
+    let logs = Logs::capture();
+    let cluster = TestCluster::start().await;
+    cluster
+        .create_service(&service("ext").port("db", 9000, 9000))
+        .await?;
+    let endpoints: Endpoints = serde_json::from_value(json!({
+        "metadata": {"name": "ext", "namespace": NS},
+        "subsets": [{
+            "addresses": [{"ip": "10.1.0.1"}, {"ip": "10.1.0.2"}],
+            "ports": [{"name": "db", "port": 9000, "protocol": "TCP"}],
+        }],
+    }))?;
+    // All three controllers: the hand-written Endpoints of a Service without a selector,
+    // written after they started, is not the Endpoints controller's to guard.
+    let controllers = cluster
+        .run_controllers(Options {
+            mirroring: true,
+            ..options()
+        })
+        .await;
+    cluster
+        .endpoints(NS)
+        .create(&PostParams::default(), &endpoints)
+        .await?;
+    let selector = format!("{SERVICE_NAME}=ext,{SLICE_MANAGED_BY}={MIRRORING_CONTROLLER_NAME}");
+    let mirrored = eventually("a mirrored slice with two endpoints", || {
+        let api = cluster.slices(NS);
+        let lp = ListParams::default().labels(&selector);
+        async move {
+            let slices = api.list(&lp).await.map_err(|e| e.to_string())?.items;
+            (endpoint_count(&slices) == 2)
+                .then(|| slices[0].metadata.name.clone().unwrap_or_default())
+                .ok_or_else(|| format!("{} endpoints", endpoint_count(&slices)))
+        }
+    })
+    .await;
+
+    trim(&cluster, &mirrored, KCM).await?;
+    wait_for_reports(&controllers, 1.0).await;
+    assert_eq!(
+        foreign_writes(
+            &controllers,
+            &[("controller", "endpointslice-mirroring-controller")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        foreign_writes(&controllers, &[]),
+        1.0,
+        "the Endpoints counted"
+    );
+    assert_eq!(logs.errors_about(&[&mirrored, BY_KCM]).len(), 1);
+    let event = cluster.wait_for_event(NS, "ext", REASON).await;
+    assert!(
+        event
+            .message
+            .unwrap_or_default()
+            .contains("-endpointslice-mirroring-controller"),
+        "the Event names the controller to turn off"
+    );
+    controllers.stop().await;
     Ok(())
 }
