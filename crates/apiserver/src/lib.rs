@@ -51,6 +51,9 @@
 //!   allocated, port protocols filled in, an empty selector stored as none.
 //! - EndpointSlice `generation` bumps when anything outside `metadata` changes; a Service's when
 //!   its `spec` changes.
+//! - Creates, updates and patches sent as requests record `metadata.managedFields`: the manager
+//!   is the `fieldManager` parameter or the User-Agent's product, and it owns the fields it set
+//!   or changed (lists whole). Objects loaded from manifests keep the managedFields they carry.
 //! - Objects are validated as kube-apiserver validates the fields the controllers use; a
 //!   refused write gets a 422 `Invalid` Status naming each field. Request bodies over 3 MiB
 //!   get a 413, bodies nested deeper than 128 levels a 400 ([`limits`]).
