@@ -7,9 +7,10 @@
 //! subresource, four patch formats, delete with finalizers and garbage collection, the
 //! namespace lifecycle, and OpenAPI v3 and v2 schemas. Request bodies are JSON, or protobuf
 //! for namespaces and services (kubectl's typed creates). It is a test and development server, not a
-//! control plane: there is no authentication, admission webhooks, field management or
-//! persistence. It does answer TokenReviews and SubjectAccessReviews from a configured table
-//! ([`Reviews`]), for testing components that delegate their own authentication to it.
+//! control plane: there is no authentication, admission webhooks or persistence, and field
+//! management is an approximation (see the `managed_fields` module). It does answer
+//! TokenReviews and SubjectAccessReviews from a configured table ([`Reviews`]), for testing
+//! components that delegate their own authentication to it.
 //!
 //! ```text
 //!  kube::Client (in-process) ──┐
@@ -52,6 +53,9 @@
 //!   allocated, port protocols filled in, an empty selector stored as none.
 //! - EndpointSlice `generation` bumps when anything outside `metadata` changes; a Service's when
 //!   its `spec` changes.
+//! - Creates, updates and patches sent as requests record `metadata.managedFields`: the manager
+//!   is the `fieldManager` parameter or the User-Agent's product, and it owns the fields it set
+//!   or changed (lists whole). Objects loaded from manifests keep the managedFields they carry.
 //! - Objects are validated as kube-apiserver validates the fields the controllers use; a
 //!   refused write gets a 422 `Invalid` Status naming each field. Request bodies over 3 MiB
 //!   get a 413, bodies nested deeper than 128 levels a 400 ([`limits`]).
@@ -80,6 +84,7 @@ mod history;
 mod kubeconfig;
 pub mod limits;
 mod load;
+mod managed_fields;
 mod printers;
 mod protobuf;
 mod random;

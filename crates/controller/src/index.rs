@@ -3,6 +3,7 @@
 
 use crate::informer::store::{Index, ObjectKey, Store};
 use crate::informer::{Handler, Informer, Synced};
+use crate::migration_guard::ManagedFieldsTap;
 use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::watcher;
@@ -105,6 +106,8 @@ pub struct Informers {
     endpoints: Informer<Endpoints, Endpoints>,
     /// The stores they fill.
     pub stores: Stores,
+    /// What the slice and Endpoints informers saw in managedFields before dropping them.
+    pub managed_fields: ManagedFieldsTap,
 }
 
 /// Handlers for every informer (a controller that does not care about a kind ignores it).
@@ -140,6 +143,7 @@ impl Informers {
     /// `reconcile::projection`; slices and Endpoints are kept whole (they are ours).
     pub fn new(client: &Client) -> Self {
         let cfg = watcher::Config::default;
+        let tap = ManagedFieldsTap::new(k8s_openapi::jiff::Timestamp::now());
         let pods = Informer::new(Api::<Pod>::all(client.clone()), cfg(), |p: &Pod| {
             PodInfo::from_pod(p).map(Arc::new)
         });
@@ -149,24 +153,24 @@ impl Informers {
         let nodes = Informer::new(Api::<Node>::all(client.clone()), cfg(), |n: &Node| {
             NodeInfo::from_node(n).map(Arc::new)
         });
-        let slices = Informer::new(
-            Api::<EndpointSlice>::all(client.clone()),
-            cfg(),
-            |s: &EndpointSlice| {
+        let slices = Informer::new(Api::<EndpointSlice>::all(client.clone()), cfg(), {
+            let tap = tap.clone();
+            move |s: &EndpointSlice| {
+                tap.slice(s);
                 let mut s = s.clone();
                 s.metadata.managed_fields = None;
                 Some(Arc::new(s))
-            },
-        );
-        let endpoints = Informer::new(
-            Api::<Endpoints>::all(client.clone()),
-            cfg(),
-            |e: &Endpoints| {
+            }
+        });
+        let endpoints = Informer::new(Api::<Endpoints>::all(client.clone()), cfg(), {
+            let tap = tap.clone();
+            move |e: &Endpoints| {
+                tap.endpoints(e);
                 let mut e = e.clone();
                 e.metadata.managed_fields = None;
                 Some(Arc::new(e))
-            },
-        );
+            }
+        });
         let slice_store = slices.store();
         let stores = Stores {
             pods: pods.store(),
@@ -187,6 +191,7 @@ impl Informers {
             slices,
             endpoints,
             stores,
+            managed_fields: tap,
         }
     }
 

@@ -19,6 +19,9 @@
 //! `reconcile`) -> `endpoints/writer.rs`, `endpointslice/writer.rs` (apply the plan, in
 //! upstream's order) -> [`events`], [`metrics`]. [`api_errors`] classifies the API's
 //! answers for both writers; [`activity`] tells callers when there is nothing left to do.
+//! Our writes carry the field manager [`field_manager::FIELD_MANAGER`], and the
+//! [`migration_guard`], a slice and Endpoints handler, reports another manager's writes to
+//! the objects we manage (kube-controller-manager still running its own controllers).
 //!
 //! [`run`] wires it together: informers for pods, services, nodes, slices and Endpoints are
 //! shared by both controllers; no worker starts before every informer has synced.
@@ -30,12 +33,14 @@ pub mod config;
 pub mod endpoints;
 pub mod endpointslice;
 pub mod events;
+pub mod field_manager;
 pub mod health;
 pub mod index;
 pub mod informer;
 pub mod label_index;
 pub mod leader;
 pub mod metrics;
+pub mod migration_guard;
 pub mod mirroring;
 pub mod queue;
 pub mod replica;
@@ -188,6 +193,27 @@ pub async fn run(
     } else {
         None
     };
+
+    // A shadow runs beside the controllers that write, on purpose: nothing to guard.
+    if options.shadow.is_none() {
+        let guarded = migration_guard::Guarded {
+            slices: options.endpoint_slices,
+            mirrored_slices: options.mirroring,
+            endpoints: options.endpoints,
+        };
+        let (recorder, sender) =
+            EventRecorder::new(client.clone(), "kube-endpoints", background.clone());
+        tasks.spawn(sender);
+        let guard = migration_guard::MigrationGuard::new(
+            informers.managed_fields.clone(),
+            stores.services.clone(),
+            guarded,
+            recorder,
+            registry,
+        )?;
+        handlers.slices.push(guard.clone());
+        handlers.endpoints.push(guard);
+    }
 
     let synced = informers.synced();
     tasks.spawn(informers.run(handlers, background.clone()));

@@ -13,7 +13,7 @@ mod table;
 mod watch;
 mod write;
 
-pub(crate) use write::{create, delete, update, DeleteOptions};
+pub(crate) use write::{create, create_as, delete, update, update_as, DeleteOptions};
 
 use crate::limits;
 use crate::request_log::RequestRecord;
@@ -69,6 +69,8 @@ pub(crate) struct Target {
     pub status: bool,
     /// `dryRun=All`: answer as the write would, but store nothing.
     pub dry_run: bool,
+    /// The field manager a write is recorded under (see [`crate::managed_fields`]).
+    pub manager: String,
 }
 
 impl Target {
@@ -116,6 +118,7 @@ fn parse_target(group: &str, version: &str, rest: &str) -> Option<Target> {
         name,
         status,
         dry_run: false,
+        manager: String::new(),
     })
 }
 
@@ -184,6 +187,12 @@ async fn serve(
             .into_response()
         }
     };
+    target.manager = crate::managed_fields::manager_name(
+        params.get("fieldManager").map(String::as_str),
+        headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok()),
+    );
     let verb = match (&method, target.name.is_some()) {
         (&Method::GET, true) => "get",
         (&Method::GET, false) if flag(&params, "watch") => "watch",

@@ -7,7 +7,8 @@
 //! served as "create, or merge the applied configuration into the live object"; field
 //! ownership is not tracked.
 
-use super::{create, object_response, update, Target};
+use super::{create_as, object_response, update_as, Target};
+use crate::managed_fields::Writer;
 use crate::state::{Cluster, Shared};
 use crate::status::ApiError;
 use crate::store::set_meta;
@@ -75,12 +76,19 @@ fn patch(
         if kind == PatchKind::Apply && !target.status {
             let mut object = apply_body(body)?;
             set_meta(&mut object, "name", json!(name));
-            let created = create(cluster, resource, target.namespace.as_deref(), object)?;
+            let writer = Writer {
+                manager: target.manager.clone(),
+                applied: Some(object.clone()),
+                subresource: None,
+            };
+            let ns = target.namespace.as_deref();
+            let created = create_as(cluster, resource, ns, object, Some(&writer))?;
             return Ok((created, true));
         }
         return Err(ApiError::not_found(resource, name));
     };
     let mut doc = (*current).clone();
+    let mut writer = Writer::update(&target.manager, target.status);
     match kind {
         PatchKind::Json => {
             let ops: json_patch::Patch = serde_json::from_slice(body)
@@ -94,9 +102,22 @@ fn patch(
             strategic_merge::apply(&mut doc, &json_body(body)?, resource.kind)
                 .map_err(ApiError::bad_request)?;
         }
-        PatchKind::Apply => json_patch::merge(&mut doc, &apply_body(body)?),
+        PatchKind::Apply => {
+            let config = apply_body(body)?;
+            json_patch::merge(&mut doc, &config);
+            writer.applied = Some(config);
+        }
     }
-    update(cluster, resource, namespace, name, doc, target.status)
+    let writer = Some(&writer);
+    update_as(
+        cluster,
+        resource,
+        namespace,
+        name,
+        doc,
+        target.status,
+        writer,
+    )
 }
 
 pub(crate) fn patch_request(

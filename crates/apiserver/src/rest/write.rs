@@ -14,6 +14,7 @@ use crate::admission::{
     PROTECTED_NAMESPACES,
 };
 use crate::gc::{self, Propagation};
+use crate::managed_fields::Writer;
 use crate::resources::{self, Resource};
 use crate::state::{Cluster, Shared};
 use crate::status::ApiError;
@@ -31,6 +32,18 @@ pub(crate) fn create(
     namespace: Option<&str>,
     body: Value,
 ) -> Result<Arc<Value>, ApiError> {
+    create_as(cluster, resource, namespace, body, None)
+}
+
+/// [`create`], recording `writer` in the object's managedFields when one is given (requests;
+/// the manifest loader and the garbage collector write without).
+pub(crate) fn create_as(
+    cluster: &mut Cluster,
+    resource: &'static Resource,
+    namespace: Option<&str>,
+    body: Value,
+    writer: Option<&Writer>,
+) -> Result<Arc<Value>, ApiError> {
     let body_name = meta_str(&body, "name").unwrap_or_default().to_owned();
     let ns_key = match (resource.namespaced, namespace) {
         (true, Some(ns)) => {
@@ -41,7 +54,7 @@ pub(crate) fn create(
         (false, _) => "",
     };
     let Cluster { store, stamps, ips } = cluster;
-    let object = prepare_create(resource, namespace, body, stamps, ips, |name| {
+    let mut object = prepare_create(resource, namespace, body, stamps, ips, |name| {
         store.get(resource, ns_key, name).is_some()
     })?;
     let name = meta_str(&object, "name").unwrap_or_default();
@@ -49,6 +62,14 @@ pub(crate) fn create(
         return Err(ApiError::already_exists(resource, name));
     }
     validation::validate(resource, &object, None)?;
+    if let Some(writer) = writer {
+        writer.record(
+            None,
+            &mut object,
+            &resource.api_version(),
+            stamps.timestamp(0),
+        );
+    }
     Ok(store.create(resource, object))
 }
 
@@ -62,6 +83,19 @@ pub(crate) fn update(
     body: Value,
     status_only: bool,
 ) -> Result<(Arc<Value>, bool), ApiError> {
+    update_as(cluster, resource, namespace, name, body, status_only, None)
+}
+
+/// [`update`], recording `writer` in the object's managedFields when one is given.
+pub(crate) fn update_as(
+    cluster: &mut Cluster,
+    resource: &'static Resource,
+    namespace: &str,
+    name: &str,
+    body: Value,
+    status_only: bool,
+    writer: Option<&Writer>,
+) -> Result<(Arc<Value>, bool), ApiError> {
     let Some(old) = cluster.store.get(resource, namespace, name).cloned() else {
         if resource.create_on_update && !status_only {
             if meta_str(&body, "name").is_some_and(|n| n != name) {
@@ -74,7 +108,7 @@ pub(crate) fn update(
                 set_meta(&mut body, "name", json!(name));
             }
             let ns = resource.namespaced.then_some(namespace);
-            return create(cluster, resource, ns, body).map(|o| (o, true));
+            return create_as(cluster, resource, ns, body, writer).map(|o| (o, true));
         }
         return Err(ApiError::not_found(resource, name));
     };
@@ -82,8 +116,12 @@ pub(crate) fn update(
     if wanted_rv.is_some_and(|rv| Some(rv) != meta_str(&old, "resourceVersion")) {
         return Err(ApiError::stale(resource, name));
     }
-    let new = prepare_update(resource, &old, body, status_only, &mut cluster.ips)?;
+    let mut new = prepare_update(resource, &old, body, status_only, &mut cluster.ips)?;
     validation::validate(resource, &new, Some(&old))?;
+    if let Some(writer) = writer {
+        let now = cluster.stamps.timestamp(0);
+        writer.record(Some(&old), &mut new, &resource.api_version(), now);
+    }
     if is_terminating(&new) && !has_finalizers(&new) {
         // The last finalizer of a deleting object is gone: the deletion completes now.
         let removed = cluster
@@ -311,8 +349,15 @@ pub(crate) fn create_request(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let value = parse_body(target.resource, body)?;
+    let writer = Writer::update(&target.manager, false);
     let created = shared.mutate(target.dry_run, |c| {
-        create(c, target.resource, target.namespace.as_deref(), value)
+        create_as(
+            c,
+            target.resource,
+            target.namespace.as_deref(),
+            value,
+            Some(&writer),
+        )
     })?;
     Ok(object_response(StatusCode::CREATED, &created))
 }
@@ -325,14 +370,16 @@ pub(crate) fn update_request(
     let value = parse_body(target.resource, body)?;
     let name = target.name.as_deref().unwrap_or_default();
     validation::check_put_name(&value, name)?;
+    let writer = Writer::update(&target.manager, target.status);
     let (object, created) = shared.mutate(target.dry_run, |c| {
-        update(
+        update_as(
             c,
             target.resource,
             target.store_namespace(),
             name,
             value,
             target.status,
+            Some(&writer),
         )
     })?;
     let code = if created {

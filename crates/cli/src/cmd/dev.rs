@@ -110,11 +110,14 @@ async fn print_objects(client: &kube::Client) -> Result<()> {
     let endpoints = kube::Api::<Endpoints>::all(client.clone())
         .list(&lp)
         .await?;
-    for e in &endpoints.items {
-        println!("---\n{}", serde_norway::to_string(e)?);
+    // managedFields only say who wrote what when, and kubectl hides them too.
+    for mut e in endpoints.items {
+        e.metadata.managed_fields = None;
+        println!("---\n{}", serde_norway::to_string(&e)?);
     }
-    for s in &slices.items {
-        println!("---\n{}", serde_norway::to_string(s)?);
+    for mut s in slices.items {
+        s.metadata.managed_fields = None;
+        println!("---\n{}", serde_norway::to_string(&s)?);
     }
     Ok(())
 }

@@ -4,9 +4,10 @@
 use super::EndpointsController;
 use crate::api_errors::{is_already_exists, is_namespace_terminating, is_not_found};
 use crate::events::Involved;
+use crate::field_manager::post_params;
 use crate::worker::SyncError;
 use k8s_openapi::api::core::v1::Endpoints;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::DeleteParams;
 use kube::Api;
 use reconcile::event::PlannedEvent;
 use reconcile::keys::ServiceKey;
@@ -60,7 +61,7 @@ impl EndpointsController {
         key: &ServiceKey,
         object: &Endpoints,
     ) -> Result<(), SyncError> {
-        match self.api(key).create(&PostParams::default(), object).await {
+        match self.api(key).create(&post_params(), object).await {
             Ok(_) => Ok(()),
             // Creates keep failing while the namespace terminates: drop the work quietly.
             Err(e) if is_namespace_terminating(&e) => Ok(()),
@@ -92,7 +93,7 @@ impl EndpointsController {
     ) -> Result<Replaced, SyncError> {
         match self
             .api(key)
-            .replace(&key.name, &PostParams::default(), object)
+            .replace(&key.name, &post_params(), object)
             .await
         {
             Ok(updated) => Ok(Replaced {

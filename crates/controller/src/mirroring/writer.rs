@@ -5,9 +5,10 @@
 
 use super::MirroringController;
 use crate::api_errors::{is_namespace_terminating, is_not_found};
+use crate::field_manager::post_params;
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{DeleteParams, PostParams};
+use kube::api::DeleteParams;
 use kube::Api;
 use reconcile::keys::ServiceKey;
 use reconcile::mirroring::MirroringPlan;
@@ -30,7 +31,7 @@ impl MirroringController {
     ) -> Result<(), SyncError> {
         let api = self.api(key);
         for slice in &plan.create {
-            match api.create(&PostParams::default(), slice).await {
+            match api.create(&post_params(), slice).await {
                 Ok(created) => self.wrote(&created, "create"),
                 // Creates keep failing while the namespace terminates: drop the work quietly.
                 Err(e) if is_namespace_terminating(&e) => return Ok(()),
@@ -38,10 +39,7 @@ impl MirroringController {
             }
         }
         for slice in &plan.update {
-            match api
-                .replace(name(slice), &PostParams::default(), slice)
-                .await
-            {
+            match api.replace(name(slice), &post_params(), slice).await {
                 Ok(updated) => self.wrote(&updated, "update"),
                 Err(e) => return Err(SyncError::slice_write(key, "update", slice, e)),
             }
