@@ -39,6 +39,7 @@ pub mod metrics;
 pub mod mirroring;
 pub mod queue;
 pub mod replica;
+pub mod rest_metrics;
 pub mod service_queuer;
 pub mod service_workers;
 pub mod shadow;
