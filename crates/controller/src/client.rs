@@ -127,7 +127,10 @@ pub async fn load_config(settings: &ClientSettings) -> Result<Config, ClientErro
 
 /// Builds the client from a loaded `config`, applying the settings' timeouts and rate limit
 /// and turning kube's retries off.
-pub fn client_from_config(config: Config, settings: &ClientSettings) -> Result<Client, ClientError> {
+pub fn client_from_config(
+    config: Config,
+    settings: &ClientSettings,
+) -> Result<Client, ClientError> {
     let limit = QpsLimitLayer::new(f64::from(settings.qps), settings.burst);
     Ok(builder(config, settings)?.with_layer(&limit).build())
 }
@@ -299,7 +302,16 @@ mod tests {
         }));
         let start = Instant::now();
         for n in 0..4 {
-            assert_eq!(service.ready().await.unwrap().call(http::Request::new(n)).await.unwrap(), n);
+            assert_eq!(
+                service
+                    .ready()
+                    .await
+                    .unwrap()
+                    .call(http::Request::new(n))
+                    .await
+                    .unwrap(),
+                n
+            );
         }
         // Two from the burst, then one every 100ms.
         assert_eq!(start.elapsed(), Duration::from_millis(200));
@@ -314,8 +326,18 @@ mod tests {
         let mut a = layer.layer(echo());
         let mut b = layer.clone().layer(echo());
         let start = Instant::now();
-        a.ready().await.unwrap().call(http::Request::new(1)).await.unwrap();
-        b.ready().await.unwrap().call(http::Request::new(2)).await.unwrap();
+        a.ready()
+            .await
+            .unwrap()
+            .call(http::Request::new(1))
+            .await
+            .unwrap();
+        b.ready()
+            .await
+            .unwrap()
+            .call(http::Request::new(2))
+            .await
+            .unwrap();
         assert_eq!(start.elapsed(), Duration::from_secs(1));
     }
 

@@ -232,7 +232,10 @@ mod tests {
         let web = service("web");
         let start = Instant::now();
         for n in 0..25 {
-            assert!(filter.allow("endpoint-controller", &web, start), "event {n}");
+            assert!(
+                filter.allow("endpoint-controller", &web, start),
+                "event {n}"
+            );
         }
         assert!(!filter.allow("endpoint-controller", &web, start));
         let almost = start + Duration::from_secs(299);

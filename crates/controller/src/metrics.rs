@@ -250,7 +250,10 @@ mod tests {
             "process_max_fds",
             "process_start_time_seconds",
         ] {
-            assert!(text.contains(&format!("\n{name} ")), "{name} missing in\n{text}");
+            assert!(
+                text.contains(&format!("\n{name} ")),
+                "{name} missing in\n{text}"
+            );
         }
     }
 

@@ -243,14 +243,24 @@ mod tests {
         let metrics = RestClientMetrics::register(&registry).unwrap();
         let mut service = metrics.layer("10.0.0.1:6443").layer(tower::service_fn(
             |r: http::Request<()>| async move {
-                let status = if r.method() == http::Method::POST { 409 } else { 200 };
+                let status = if r.method() == http::Method::POST {
+                    409
+                } else {
+                    200
+                };
                 Ok::<_, std::convert::Infallible>(
                     http::Response::builder().status(status).body(()).unwrap(),
                 )
             },
         ));
         for method in [http::Method::GET, http::Method::GET, http::Method::POST] {
-            service.ready().await.unwrap().call(request(method)).await.unwrap();
+            service
+                .ready()
+                .await
+                .unwrap()
+                .call(request(method))
+                .await
+                .unwrap();
         }
         let text = crate::metrics::render(&registry).unwrap();
         assert!(text.contains(
@@ -268,9 +278,12 @@ mod tests {
     async fn a_request_without_a_response_is_counted_as_an_error() {
         let registry = Registry::new();
         let metrics = RestClientMetrics::register(&registry).unwrap();
-        let mut service = metrics.layer("h:1").layer(tower::service_fn(
-            |_: http::Request<()>| async move { Err::<http::Response<()>, _>("connection refused") },
-        ));
+        let mut service =
+            metrics
+                .layer("h:1")
+                .layer(tower::service_fn(|_: http::Request<()>| async move {
+                    Err::<http::Response<()>, _>("connection refused")
+                }));
         let result = service
             .ready()
             .await
@@ -294,7 +307,9 @@ mod tests {
     fn histograms_use_client_go_buckets_and_labels() {
         let registry = Registry::new();
         let metrics = RestClientMetrics::register(&registry).unwrap();
-        metrics.rate_limiter("h:1").observe(&http::Method::GET, Duration::ZERO);
+        metrics
+            .rate_limiter("h:1")
+            .observe(&http::Method::GET, Duration::ZERO);
         metrics
             .request_duration
             .with_label_values(&["GET", "h:1"])
@@ -342,15 +357,13 @@ mod tests {
                 .unwrap();
         }
         let families = registry.gather();
-        let waits = family(&families, "rest_client_rate_limiter_duration_seconds").get_metric()
-            [0]
-        .get_histogram();
+        let waits = family(&families, "rest_client_rate_limiter_duration_seconds").get_metric()[0]
+            .get_histogram();
         // The first request took the burst token, the second waited the one second refill.
         assert_eq!(waits.get_sample_count(), 2);
         assert_eq!(waits.get_sample_sum(), 1.0);
-        let durations = family(&families, "rest_client_request_duration_seconds").get_metric()
-            [0]
-        .get_histogram();
+        let durations = family(&families, "rest_client_request_duration_seconds").get_metric()[0]
+            .get_histogram();
         assert_eq!(durations.get_sample_sum(), 1.0);
     }
 
