@@ -97,8 +97,11 @@ pub fn cancel_on_signals(token: CancellationToken) {
 /// What `run` and `dev` share: a client, the controller options, a shutdown token cancelled by
 /// SIGINT/SIGTERM, and the /metrics, /healthz, /livez, /readyz server.
 pub struct Session {
-    /// Client to the API server.
+    /// Client to the API server, for reads outside the controllers.
     pub client: kube::Client,
+    /// One client per controller, the informers and the Lease, each with its own
+    /// `--kube-api-qps`/`--kube-api-burst` budget, as kube-controller-manager gives them.
+    pub clients: controller::Clients,
     /// Which controllers, with which settings.
     pub options: controller::Options,
     /// Cancelled on a signal (or by the caller).
@@ -143,13 +146,18 @@ impl Session {
                 "feature gates accepted; they do not change these controllers"
             );
         }
-        let client = controller::client::build_client(&settings.client)
-            .await
-            .context("connecting to the API server")?;
-        let shutdown = CancellationToken::new();
-        cancel_on_signals(shutdown.clone());
         let registry = prometheus::Registry::new();
         crate::build_info::register(&registry).context("registering kubernetes_build_info")?;
+        controller::metrics::register_process_metrics(&registry)
+            .context("registering the process metrics")?;
+        let rest_metrics = controller::rest_metrics::RestClientMetrics::register(&registry)
+            .context("registering the REST client metrics")?;
+        let clients = controller::Clients::build(&settings.client, &rest_metrics)
+            .await
+            .context("connecting to the API server")?;
+        let client = clients.informers.clone();
+        let shutdown = CancellationToken::new();
+        cancel_on_signals(shutdown.clone());
         let readiness = Readiness::new();
         let liveness = Liveness::new();
         let listener = health::bind(&settings.serving).await.with_context(|| {
@@ -179,6 +187,7 @@ impl Session {
         };
         Ok(Self {
             client,
+            clients,
             options,
             shutdown,
             registry,
@@ -195,14 +204,14 @@ impl Session {
         &self,
         token: CancellationToken,
     ) -> impl std::future::Future<Output = Result<(), controller::RunError>> + Send + 'static {
-        let (client, options, registry, readiness, activity) = (
-            self.client.clone(),
+        let (clients, options, registry, readiness, activity) = (
+            self.clients.clone(),
             self.options.clone(),
             self.registry.clone(),
             self.readiness.clone(),
             self.activity.clone(),
         );
-        async move { controller::run(client, &options, &registry, readiness, activity, token).await }
+        async move { controller::run(clients, &options, &registry, readiness, activity, token).await }
     }
 
     /// Stops the health server.
@@ -247,7 +256,7 @@ pub async fn run(args: RunArgs) -> Result<bool> {
         let identity = default_identity();
         tracing::info!(identity, lease = %settings.leader_election.resource_name, "waiting for leadership");
         let replica = Replica {
-            client: session.client.clone(),
+            clients: session.clients.clone(),
             options: session.options.clone(),
             registry: session.registry.clone(),
             readiness: session.readiness.clone(),
