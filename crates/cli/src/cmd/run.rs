@@ -225,6 +225,19 @@ impl Session {
     }
 }
 
+/// The leader-elected replica of `session`, known in the Lease as `identity`.
+fn replica(session: &Session, identity: String) -> Replica {
+    Replica {
+        clients: session.clients.clone(),
+        options: session.options.clone(),
+        registry: session.registry.clone(),
+        readiness: session.readiness.clone(),
+        liveness: session.liveness.clone(),
+        identity,
+        health_margin: HEALTH_CHECK_MARGIN,
+    }
+}
+
 /// Runs the command; false when leadership was lost or the controllers stopped on their own
 /// (the process exits non-zero).
 pub async fn run(args: RunArgs) -> Result<bool> {
@@ -255,16 +268,10 @@ pub async fn run(args: RunArgs) -> Result<bool> {
     let ok = if settings.leader_election.enabled {
         let identity = default_identity();
         tracing::info!(identity, lease = %settings.leader_election.resource_name, "waiting for leadership");
-        let replica = Replica {
-            clients: session.clients.clone(),
-            options: session.options.clone(),
-            registry: session.registry.clone(),
-            readiness: session.readiness.clone(),
-            liveness: session.liveness.clone(),
-            identity,
-            health_margin: HEALTH_CHECK_MARGIN,
-        };
-        match replica.run(session.shutdown.clone()).await {
+        match replica(&session, identity)
+            .run(session.shutdown.clone())
+            .await
+        {
             LeadershipEnd::ShutDown => true,
             LeadershipEnd::Lost => {
                 tracing::error!("leader election lost");
@@ -283,4 +290,152 @@ pub async fn run(args: RunArgs) -> Result<bool> {
     };
     session.finish().await;
     Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::collections::BTreeSet;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    /// `GET /metrics` over plain HTTP/1.0, as a Prometheus scrape does.
+    async fn scrape(addr: std::net::SocketAddr) -> std::io::Result<String> {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.0\r\nHost: metrics\r\n\r\n")
+            .await?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await?;
+        Ok(response)
+    }
+
+    /// The label names of the first series of `text` whose name is `series`.
+    fn label_names(text: &str, series: &str) -> Option<BTreeSet<String>> {
+        let line = text.lines().find(|line| {
+            line.strip_prefix(series)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })?;
+        let rest = &line[series.len()..];
+        let Some(labels) = rest.strip_prefix('{') else {
+            return Some(BTreeSet::new());
+        };
+        let labels = &labels[..labels.rfind('}')?];
+        Some(
+            labels
+                .split("\",")
+                .filter_map(|pair| pair.split_once('=').map(|(name, _)| name.to_owned()))
+                .collect(),
+        )
+    }
+
+    fn names(names: &[&str]) -> Option<BTreeSet<String>> {
+        Some(names.iter().map(|n| (*n).to_owned()).collect())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn metrics_serves_rest_client_process_leader_and_build_metrics_with_upstream_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let api =
+            crate::cmd::apiserver::start("127.0.0.1:0".parse().unwrap(), &[], Some(&kubeconfig))
+                .await
+                .unwrap();
+        let args = Command::parse_from([
+            "run",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--bind-address",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ])
+        .run;
+        let mut settings = args.controllers.settings(args.kubeconfig.clone()).unwrap();
+        settings.leader_election.enabled = true;
+        let session = Session::start(settings, &args.controllers).await.unwrap();
+        let leading = tokio::spawn(replica(&session, "test".into()).run(session.shutdown.clone()));
+
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        let text = loop {
+            let text = scrape(session.metrics_addr).await.unwrap();
+            // Leading, and the informers' lists and the Lease write went through the clients.
+            if text.contains("leader_election_master_status{name=\"kube-endpoints\"} 1")
+                && session.readiness.is_ready()
+                && text.contains("rest_client_rate_limiter_duration_seconds_count")
+            {
+                break text;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "never led:\n{text}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+
+        let host = api
+            .url()
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned();
+        assert!(
+            text.contains(&format!(
+                "rest_client_requests_total{{code=\"200\",host=\"{host}\",method=\"GET\"}}"
+            )),
+            "{text}"
+        );
+        let histogram = names(&["host", "le", "verb"]);
+        let expected = [
+            (
+                "rest_client_requests_total",
+                names(&["code", "host", "method"]),
+            ),
+            (
+                "rest_client_request_duration_seconds_bucket",
+                histogram.clone(),
+            ),
+            (
+                "rest_client_rate_limiter_duration_seconds_bucket",
+                histogram,
+            ),
+            ("leader_election_master_status", names(&["name"])),
+            (
+                "kubernetes_build_info",
+                names(&[
+                    "build_date",
+                    "compiler",
+                    "git_commit",
+                    "git_tree_state",
+                    "git_version",
+                    "go_version",
+                    "major",
+                    "minor",
+                    "platform",
+                ]),
+            ),
+            ("process_cpu_seconds_total", names(&[])),
+            ("process_resident_memory_bytes", names(&[])),
+            ("process_virtual_memory_bytes", names(&[])),
+            ("process_open_fds", names(&[])),
+            ("process_max_fds", names(&[])),
+            ("process_start_time_seconds", names(&[])),
+        ];
+        for (series, labels) in expected {
+            assert_eq!(label_names(&text, series), labels, "{series} in\n{text}");
+        }
+        assert!(
+            text.contains("rest_client_request_duration_seconds_bucket{host=")
+                && text.contains("le=\"0.005\"")
+                && text.contains("le=\"60\""),
+            "{text}"
+        );
+
+        session.shutdown.cancel();
+        leading.await.unwrap();
+        session.finish().await;
+        api.shutdown().await.unwrap();
+    }
 }
