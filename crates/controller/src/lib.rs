@@ -22,6 +22,8 @@
 //!
 //! [`run`] wires it together: informers for pods, services, nodes, slices and Endpoints are
 //! shared by both controllers; no worker starts before every informer has synced.
+//! [`Clients`] gives the informers and each controller a client with a request budget of its
+//! own, as kube-controller-manager does; [`rest_metrics`] counts every request they send.
 
 pub mod activity;
 pub mod api_errors;
