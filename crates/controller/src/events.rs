@@ -257,6 +257,44 @@ mod tests {
         assert!(filter.allow("endpoint-slice-controller", &service("web"), now));
     }
 
+    #[tokio::test]
+    async fn events_past_the_allowance_are_not_sent() {
+        let server = apiserver::ApiServer::new(apiserver::Config::default());
+        let client = Client::new(server.service(), "default");
+        let shutdown = CancellationToken::new();
+        let (recorder, sender) = EventRecorder::new(client.clone(), "c", shutdown.clone());
+        let sending = tokio::spawn(sender);
+        let planned = |n: usize| PlannedEvent {
+            type_: reconcile::event::EventType::Warning,
+            reason: "FailedToUpdateEndpointSlices".into(),
+            message: format!("attempt {n}"),
+        };
+        for n in 0..30 {
+            recorder.record(service("web"), planned(n));
+        }
+        // One task sends in order: once the event about "db" is written, "web"'s are done.
+        recorder.record(service("db"), planned(0));
+        let api: Api<Event> = Api::namespaced(client, "default");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let events = loop {
+            let events = api.list(&Default::default()).await.unwrap().items;
+            let about = |name: &str| {
+                events
+                    .iter()
+                    .filter(|e| e.involved_object.name.as_deref() == Some(name))
+                    .count()
+            };
+            if about("db") == 1 {
+                break about("web");
+            }
+            assert!(Instant::now() < deadline, "the db event never came");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(events, SPAM_BURST as usize);
+        shutdown.cancel();
+        sending.await.unwrap();
+    }
+
     #[tokio::test(start_paused = true)]
     async fn the_least_recently_seen_object_is_forgotten_past_4096() {
         let mut filter = SpamFilter::default();
