@@ -19,8 +19,9 @@ use std::time::Duration;
 use kube::client::ClientBuilder;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use tokio::time::Sleep;
+use tokio::time::{Instant, Sleep};
 
+use crate::rest_metrics::{host_label, RateLimiterObserver, RestClientMetrics};
 use crate::token_bucket::TokenBucket;
 
 /// How to reach the API server and how hard to use it.
@@ -95,6 +96,11 @@ pub enum ClientError {
 
 /// Builds the client from `--kubeconfig` (or the inferred config) and the settings.
 pub async fn build_client(settings: &ClientSettings) -> Result<Client, ClientError> {
+    client_from_config(load_config(settings).await?, settings)
+}
+
+/// Loads `--kubeconfig` (or the inferred config) and applies `--master`.
+pub async fn load_config(settings: &ClientSettings) -> Result<Config, ClientError> {
     let mut config = match &settings.kubeconfig {
         Some(path) => {
             let kubeconfig =
@@ -116,23 +122,68 @@ pub async fn build_client(settings: &ClientSettings) -> Result<Client, ClientErr
             .parse()
             .map_err(|_| ClientError::Master(master.clone()))?;
     }
-    client_from_config(config, settings)
+    Ok(config)
 }
 
 /// Builds the client from a loaded `config`, applying the settings' timeouts and rate limit
 /// and turning kube's retries off.
 pub fn client_from_config(
-    mut config: Config,
+    config: Config,
     settings: &ClientSettings,
 ) -> Result<Client, ClientError> {
+    let limit = QpsLimitLayer::new(f64::from(settings.qps), settings.burst);
+    Ok(builder(config, settings)?.with_layer(&limit).build())
+}
+
+/// [`client_from_config`], with its own token bucket, counting its requests in `metrics`.
+pub fn metered_client_from_config(
+    config: Config,
+    settings: &ClientSettings,
+    metrics: &RestClientMetrics,
+) -> Result<Client, ClientError> {
+    let host = host_label(&config.cluster_url);
+    let limit = QpsLimitLayer::new(f64::from(settings.qps), settings.burst)
+        .observed_by(metrics.rate_limiter(host.clone()));
+    Ok(builder(config, settings)?
+        .with_layer(&limit)
+        .with_layer(&metrics.layer(host))
+        .build())
+}
+
+/// What kube's own client stack is: named so that [`builder`] can return it.
+trait KubeService:
+    tower::Service<
+        http::Request<kube::client::Body>,
+        Response = http::Response<Box<kube::client::DynBody>>,
+        Error = tower::BoxError,
+        Future: Send + 'static,
+    > + Send
+    + 'static
+{
+}
+
+impl<S> KubeService for S where
+    S: tower::Service<
+            http::Request<kube::client::Body>,
+            Response = http::Response<Box<kube::client::DynBody>>,
+            Error = tower::BoxError,
+            Future: Send + 'static,
+        > + Send
+        + 'static
+{
+}
+
+/// kube's client stack for `config`, with the settings' timeouts and without kube's retries.
+fn builder(
+    mut config: Config,
+    settings: &ClientSettings,
+) -> Result<ClientBuilder<impl KubeService>, ClientError> {
     config.default_retry = false;
     config.connect_timeout = Some(settings.connect_timeout);
     config.read_timeout = Some(settings.read_timeout);
     config.reset_reader_on_write = true;
     config.write_timeout = Some(settings.write_timeout);
-    let limit = QpsLimitLayer::new(f64::from(settings.qps), settings.burst);
-    let builder = ClientBuilder::try_from(config).map_err(ClientError::Build)?;
-    Ok(builder.with_layer(&limit).build())
+    ClientBuilder::try_from(config).map_err(ClientError::Build)
 }
 
 /// A tower layer making every request wait for a token from a shared bucket, like
@@ -140,6 +191,7 @@ pub fn client_from_config(
 #[derive(Debug, Clone)]
 pub struct QpsLimitLayer {
     bucket: Arc<TokenBucket>,
+    observer: Option<RateLimiterObserver>,
 }
 
 impl QpsLimitLayer {
@@ -147,6 +199,16 @@ impl QpsLimitLayer {
     pub fn new(qps: f64, burst: u32) -> Self {
         Self {
             bucket: Arc::new(TokenBucket::new(qps, burst)),
+            observer: None,
+        }
+    }
+
+    /// Reports each request's wait for its token to `observer`
+    /// (`rest_client_rate_limiter_duration_seconds`).
+    pub fn observed_by(self, observer: RateLimiterObserver) -> Self {
+        Self {
+            observer: Some(observer),
+            ..self
         }
     }
 }
@@ -158,8 +220,9 @@ impl<S> tower::Layer<S> for QpsLimitLayer {
         QpsLimit {
             inner,
             bucket: Arc::clone(&self.bucket),
+            observer: self.observer.clone(),
             wait: None,
-            permitted: false,
+            permitted: None,
         }
     }
 }
@@ -168,10 +231,12 @@ impl<S> tower::Layer<S> for QpsLimitLayer {
 pub struct QpsLimit<S> {
     inner: S,
     bucket: Arc<TokenBucket>,
-    /// The wait for a reserved token, if one is reserved but not yet due.
-    wait: Option<Pin<Box<Sleep>>>,
-    /// Whether a token is held for the next call.
-    permitted: bool,
+    observer: Option<RateLimiterObserver>,
+    /// The wait for a reserved token, if one is reserved but not yet due, and when the
+    /// reservation was made.
+    wait: Option<(Pin<Box<Sleep>>, Instant)>,
+    /// How long the token held for the next call took to come, if one is held.
+    permitted: Option<Duration>,
 }
 
 impl<S: std::fmt::Debug> std::fmt::Debug for QpsLimit<S> {
@@ -183,37 +248,40 @@ impl<S: std::fmt::Debug> std::fmt::Debug for QpsLimit<S> {
     }
 }
 
-impl<S, R> tower::Service<R> for QpsLimit<S>
+impl<S, B> tower::Service<http::Request<B>> for QpsLimit<S>
 where
-    S: tower::Service<R>,
+    S: tower::Service<http::Request<B>>,
 {
     type Response = S::Response;
     type Error = S::Error;
     type Future = S::Future;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        if !self.permitted {
+        if self.permitted.is_none() {
             if self.wait.is_none() {
                 let delay = self.bucket.reserve();
                 if delay.is_zero() {
-                    self.permitted = true;
+                    self.permitted = Some(Duration::ZERO);
                 } else {
                     // sleep() saturates a delay past the clock's range; `now + delay` would panic.
-                    self.wait = Some(Box::pin(tokio::time::sleep(delay)));
+                    self.wait = Some((Box::pin(tokio::time::sleep(delay)), Instant::now()));
                 }
             }
-            if let Some(wait) = self.wait.as_mut() {
+            if let Some((wait, since)) = self.wait.as_mut() {
                 ready!(wait.as_mut().poll(cx));
+                self.permitted = Some(since.elapsed());
                 self.wait = None;
-                self.permitted = true;
             }
         }
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: R) -> Self::Future {
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
         // The token is spent by this request; the next one reserves its own.
-        self.permitted = false;
+        let waited = self.permitted.take().unwrap_or_default();
+        if let Some(observer) = &self.observer {
+            observer.observe(request.method(), waited);
+        }
         self.inner.call(request)
     }
 }
@@ -225,17 +293,25 @@ mod tests {
     use tower::{Layer, Service, ServiceExt};
 
     use super::*;
-    use tokio::time::Instant;
 
     #[tokio::test(start_paused = true)]
     async fn requests_past_the_burst_wait_for_the_rate() {
         let layer = QpsLimitLayer::new(10.0, 2);
-        let mut service = layer.layer(tower::service_fn(
-            |n: u32| async move { Ok::<_, Infallible>(n) },
-        ));
+        let mut service = layer.layer(tower::service_fn(|r: http::Request<u32>| async move {
+            Ok::<_, Infallible>(*r.body())
+        }));
         let start = Instant::now();
         for n in 0..4 {
-            assert_eq!(service.ready().await.unwrap().call(n).await.unwrap(), n);
+            assert_eq!(
+                service
+                    .ready()
+                    .await
+                    .unwrap()
+                    .call(http::Request::new(n))
+                    .await
+                    .unwrap(),
+                n
+            );
         }
         // Two from the burst, then one every 100ms.
         assert_eq!(start.elapsed(), Duration::from_millis(200));
@@ -244,12 +320,24 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn clones_of_the_layer_share_one_bucket() {
         let layer = QpsLimitLayer::new(1.0, 1);
-        let echo = || tower::service_fn(|n: u32| async move { Ok::<_, Infallible>(n) });
+        let echo = || {
+            tower::service_fn(|r: http::Request<u32>| async move { Ok::<_, Infallible>(*r.body()) })
+        };
         let mut a = layer.layer(echo());
         let mut b = layer.clone().layer(echo());
         let start = Instant::now();
-        a.ready().await.unwrap().call(1).await.unwrap();
-        b.ready().await.unwrap().call(2).await.unwrap();
+        a.ready()
+            .await
+            .unwrap()
+            .call(http::Request::new(1))
+            .await
+            .unwrap();
+        b.ready()
+            .await
+            .unwrap()
+            .call(http::Request::new(2))
+            .await
+            .unwrap();
         assert_eq!(start.elapsed(), Duration::from_secs(1));
     }
 

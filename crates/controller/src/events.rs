@@ -4,6 +4,9 @@
 //! task. When the API server is slow and the channel is full, the event is dropped with a log
 //! line rather than queued without bound. Repeats of the same event (same object, reason and
 //! message) within ten minutes bump the existing Event's count, as client-go's correlator does.
+//! Before either, client-go's spam filter ([`SpamFilter`]) lets each component send at most
+//! 25 Events about one object at once and one more every five minutes after that, so that a
+//! Service that fails every sync cannot flood the API server with Events.
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -12,13 +15,23 @@ use kube::{Api, Client};
 use reconcile::event::PlannedEvent;
 use std::collections::HashMap;
 use std::time::Duration;
+
+use crate::token_bucket::TokenBucket;
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Events waiting to be sent before new ones are dropped.
 const CAPACITY: usize = 1000;
 /// How long a repeat updates the earlier Event instead of creating a new one.
 const CORRELATION_WINDOW: Duration = Duration::from_secs(600);
+/// Events a component may send about one object at once (client-go's `defaultSpamBurst`).
+const SPAM_BURST: u32 = 25;
+/// How fast that allowance refills: one Event every five minutes (`defaultSpamQPS`).
+const SPAM_REFILL_PER_SECOND: f64 = 1.0 / 300.0;
+/// Objects the spam filter remembers before forgetting the least recently seen
+/// (client-go's `maxLruCacheEntries`).
+const SPAM_MEMORY: usize = 4096;
 
 /// The object an event is about.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -81,8 +94,44 @@ type EventKey = (String, String, String, String);
 /// The Event already written for a key: its name, count and when it was first sent.
 type Sent = (String, i32, std::time::Instant);
 
+/// client-go's `EventSourceObjectSpamFilter`: a token bucket per component and object.
+///
+/// Every Event counts, a repeat that only bumps a count included, as upstream filters after
+/// correlating. A refused Event is dropped, not delayed.
+#[derive(Debug, Default)]
+pub struct SpamFilter {
+    buckets: HashMap<(&'static str, Involved), (TokenBucket, Instant)>,
+}
+
+impl SpamFilter {
+    /// Whether `component` may send one more Event about `involved` at `now`.
+    pub fn allow(&mut self, component: &'static str, involved: &Involved, now: Instant) -> bool {
+        let key = (component, involved.clone());
+        if !self.buckets.contains_key(&key) && self.buckets.len() >= SPAM_MEMORY {
+            let oldest = self
+                .buckets
+                .iter()
+                .min_by_key(|(_, (_, last))| *last)
+                .map(|(key, _)| key.clone());
+            if let Some(oldest) = oldest {
+                self.buckets.remove(&oldest);
+            }
+        }
+        let (bucket, last) = self.buckets.entry(key).or_insert_with(|| {
+            // A new bucket is full at `now`, as upstream's starts full.
+            (
+                TokenBucket::new_at(SPAM_REFILL_PER_SECOND, SPAM_BURST, now),
+                now,
+            )
+        });
+        *last = now;
+        bucket.try_take_at(now)
+    }
+}
+
 async fn send_loop(client: Client, mut rx: mpsc::Receiver<Pending>, shutdown: CancellationToken) {
     let mut seen: HashMap<EventKey, Sent> = HashMap::new();
+    let mut spam = SpamFilter::default();
     loop {
         let pending = tokio::select! {
             p = rx.recv() => match p { Some(p) => p, None => return },
@@ -93,6 +142,14 @@ async fn send_loop(client: Client, mut rx: mpsc::Receiver<Pending>, shutdown: Ca
             involved,
             event,
         } = pending;
+        if !spam.allow(component, &involved, Instant::now()) {
+            tracing::debug!(
+                reason = event.reason,
+                object = %format_args!("{}/{}", involved.namespace, involved.name),
+                "event dropped: too many events about this object"
+            );
+            continue;
+        }
         let api: Api<Event> = Api::namespaced(client.clone(), &involved.namespace);
         let now = Time(k8s_openapi::jiff::Timestamp::now());
         let key = (
@@ -153,5 +210,104 @@ async fn send_loop(client: Client, mut rx: mpsc::Receiver<Pending>, shutdown: Ca
         if seen.len() > 10_000 {
             seen.retain(|_, (_, _, first)| first.elapsed() < CORRELATION_WINDOW);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(name: &str) -> Involved {
+        Involved {
+            kind: "Service",
+            namespace: "default".into(),
+            name: name.into(),
+            uid: format!("uid-{name}"),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_component_sends_25_events_about_an_object_then_one_every_five_minutes() {
+        let mut filter = SpamFilter::default();
+        let web = service("web");
+        let start = Instant::now();
+        for n in 0..25 {
+            assert!(
+                filter.allow("endpoint-controller", &web, start),
+                "event {n}"
+            );
+        }
+        assert!(!filter.allow("endpoint-controller", &web, start));
+        let almost = start + Duration::from_secs(299);
+        assert!(!filter.allow("endpoint-controller", &web, almost));
+        let refilled = start + Duration::from_secs(300);
+        assert!(filter.allow("endpoint-controller", &web, refilled));
+        assert!(!filter.allow("endpoint-controller", &web, refilled));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn another_object_or_component_has_its_own_allowance() {
+        let mut filter = SpamFilter::default();
+        let now = Instant::now();
+        for _ in 0..25 {
+            assert!(filter.allow("endpoint-controller", &service("web"), now));
+        }
+        assert!(!filter.allow("endpoint-controller", &service("web"), now));
+        assert!(filter.allow("endpoint-controller", &service("db"), now));
+        assert!(filter.allow("endpoint-slice-controller", &service("web"), now));
+    }
+
+    #[tokio::test]
+    async fn events_past_the_allowance_are_not_sent() {
+        let server = apiserver::ApiServer::new(apiserver::Config::default());
+        let client = Client::new(server.service(), "default");
+        let shutdown = CancellationToken::new();
+        let (recorder, sender) = EventRecorder::new(client.clone(), "c", shutdown.clone());
+        let sending = tokio::spawn(sender);
+        let planned = |n: usize| PlannedEvent {
+            type_: reconcile::event::EventType::Warning,
+            reason: "FailedToUpdateEndpointSlices".into(),
+            message: format!("attempt {n}"),
+        };
+        for n in 0..30 {
+            recorder.record(service("web"), planned(n));
+        }
+        // One task sends in order: once the event about "db" is written, "web"'s are done.
+        recorder.record(service("db"), planned(0));
+        let api: Api<Event> = Api::namespaced(client, "default");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let events = loop {
+            let events = api.list(&Default::default()).await.unwrap().items;
+            let about = |name: &str| {
+                events
+                    .iter()
+                    .filter(|e| e.involved_object.name.as_deref() == Some(name))
+                    .count()
+            };
+            if about("db") == 1 {
+                break about("web");
+            }
+            assert!(Instant::now() < deadline, "the db event never came");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(events, SPAM_BURST as usize);
+        shutdown.cancel();
+        sending.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_least_recently_seen_object_is_forgotten_past_4096() {
+        let mut filter = SpamFilter::default();
+        let start = Instant::now();
+        for _ in 0..25 {
+            assert!(filter.allow("c", &service("first"), start));
+        }
+        for n in 0..SPAM_MEMORY {
+            let later = start + Duration::from_millis(1 + n as u64);
+            assert!(filter.allow("c", &service(&format!("s{n}")), later));
+        }
+        assert_eq!(filter.buckets.len(), SPAM_MEMORY);
+        // "first" was evicted, so it starts over with a full allowance.
+        assert!(filter.allow("c", &service("first"), start + Duration::from_secs(5)));
     }
 }

@@ -25,10 +25,13 @@
 //!
 //! [`run`] wires it together: informers for pods, services, nodes, slices and Endpoints are
 //! shared by both controllers; no worker starts before every informer has synced.
+//! [`Clients`] gives the informers and each controller a client with a request budget of its
+//! own, as kube-controller-manager does; [`rest_metrics`] counts every request they send.
 
 pub mod activity;
 pub mod api_errors;
 pub mod client;
+pub mod clients;
 pub mod config;
 pub mod endpoints;
 pub mod endpointslice;
@@ -44,6 +47,7 @@ pub mod migration_guard;
 pub mod mirroring;
 pub mod queue;
 pub mod replica;
+pub mod rest_metrics;
 pub mod secure_serving;
 pub mod service_queuer;
 pub mod service_workers;
@@ -62,7 +66,7 @@ use crate::health::Readiness;
 use crate::index::{Handlers, Informers};
 use crate::informer::Synced;
 use crate::mirroring::MirroringController;
-use kube::Client;
+pub use clients::Clients;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -90,11 +94,13 @@ pub enum RunError {
     Metrics(#[from] prometheus::Error),
 }
 
-/// Runs the enabled controllers against `client` until `shutdown` is cancelled, then lets
-/// in-flight syncs finish and returns. `readiness` turns true once every informer synced;
+/// Runs the enabled controllers until `shutdown` is cancelled, then lets in-flight syncs
+/// finish and returns. Each controller writes (and records its Events) through its own
+/// client in `clients`, the informers read through theirs; a plain `kube::Client` makes
+/// them all share one. `readiness` turns true once every informer synced;
 /// `activity` learns the controllers' queues, to tell when they have nothing left to do.
 pub async fn run(
-    client: Client,
+    clients: impl Into<Clients>,
     options: &Options,
     registry: &prometheus::Registry,
     readiness: Readiness,
@@ -103,7 +109,8 @@ pub async fn run(
 ) -> Result<(), RunError> {
     let background = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
-    let informers = Informers::new(&client);
+    let clients: Clients = clients.into();
+    let informers = Informers::new(&clients.informers);
     let stores = informers.stores.clone();
     let settings = &options.settings;
 
@@ -117,6 +124,7 @@ pub async fn run(
         endpoints: vec![],
     };
     let slice_controller = if options.endpoint_slices {
+        let client = &clients.endpoint_slices;
         let (recorder, sender) = EventRecorder::new(
             client.clone(),
             "endpoint-slice-controller",
@@ -144,6 +152,7 @@ pub async fn run(
         None
     };
     let endpoints_controller = if options.endpoints {
+        let client = &clients.endpoints;
         let (recorder, sender) =
             EventRecorder::new(client.clone(), "endpoint-controller", background.clone());
         tasks.spawn(sender);
@@ -171,6 +180,7 @@ pub async fn run(
         tracing::warn!("shadow mode: the EndpointSlice mirroring controller is not run");
     }
     let mirroring_controller = if options.mirroring && options.shadow.is_none() {
+        let client = &clients.mirroring;
         let (recorder, sender) = EventRecorder::new(
             client.clone(),
             reconcile::mirroring::EVENT_COMPONENT,
@@ -202,7 +212,7 @@ pub async fn run(
             endpoints: options.endpoints,
         };
         let (recorder, sender) =
-            EventRecorder::new(client.clone(), "kube-endpoints", background.clone());
+            EventRecorder::new(clients.endpoint_slices.clone(), "kube-endpoints", background.clone());
         tasks.spawn(sender);
         let guard = migration_guard::MigrationGuard::new(
             informers.managed_fields.clone(),

@@ -10,20 +10,20 @@
 
 use std::time::Duration;
 
-use kube::Client;
 use prometheus::Registry;
 use tokio_util::sync::CancellationToken;
 use tracing::error;
 
 use crate::health::{Liveness, Readiness};
 use crate::leader::{LeaderElector, LeadershipEnd};
-use crate::Options;
+use crate::{Clients, Options};
 
 /// Everything one replica needs.
 #[derive(Clone)]
 pub struct Replica {
-    /// Client to the API server.
-    pub client: Client,
+    /// Clients to the API server: the Lease is held through `leader_election`, the
+    /// controllers use the rest.
+    pub clients: Clients,
     /// Which controllers, with which settings (`settings.leader_election` names the Lease).
     pub options: Options,
     /// Where the controllers register their metrics.
@@ -45,7 +45,7 @@ impl Replica {
     /// stopped on their own; `/healthz` then says why.
     pub async fn run(self, shutdown: CancellationToken) -> LeadershipEnd {
         let Self {
-            client,
+            clients,
             options,
             registry,
             readiness,
@@ -64,7 +64,7 @@ impl Replica {
             }
         };
         let elector = LeaderElector::new(
-            client.clone(),
+            clients.leader_election.clone(),
             options.settings.leader_election.clone(),
             identity,
         )
@@ -73,7 +73,7 @@ impl Replica {
             .run(
                 |token| {
                     let master = master.clone();
-                    let lead = lead(client, options, registry, readiness, liveness, token);
+                    let lead = lead(clients, options, registry, readiness, liveness, token);
                     async move {
                         master.iter().for_each(|m| m.set(1));
                         lead.await;
@@ -108,7 +108,7 @@ fn master_status(
 
 /// The leader's work: the controllers, in their own task, until `token` is cancelled.
 async fn lead(
-    client: Client,
+    clients: Clients,
     options: Options,
     registry: Registry,
     readiness: Readiness,
@@ -121,7 +121,7 @@ async fn lead(
         let token = token.clone();
         async move {
             crate::run(
-                client,
+                clients,
                 &options,
                 &registry,
                 readiness,

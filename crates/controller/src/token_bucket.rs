@@ -36,13 +36,18 @@ impl TokenBucket {
     /// A non-positive or non-finite `rate` disables the limit (every reservation is due at
     /// once); a `burst` of 0 is read as 1 so that the bucket can hand out tokens at all.
     pub fn new(rate: f64, burst: u32) -> Self {
+        Self::new_at(rate, burst, Instant::now())
+    }
+
+    /// [`new`](Self::new), full at `now`.
+    pub fn new_at(rate: f64, burst: u32, now: Instant) -> Self {
         let burst = f64::from(burst.max(1));
         Self {
             rate,
             burst,
             state: Mutex::new(BucketState {
                 tokens: burst,
-                last: Instant::now(),
+                last: now,
             }),
         }
     }
@@ -79,6 +84,26 @@ impl TokenBucket {
             Duration::try_from_secs_f64(-state.tokens / self.rate).unwrap_or(Duration::MAX)
         }
     }
+
+    /// Takes a token if one is available at `now`, like client-go's `TryAccept`; a refused
+    /// call takes nothing.
+    pub fn try_take_at(&self, now: Instant) -> bool {
+        if self.unlimited() {
+            return true;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let elapsed = now.saturating_duration_since(state.last).as_secs_f64();
+        if now > state.last {
+            state.last = now;
+        }
+        state.tokens = (state.tokens + elapsed * self.rate).min(self.burst);
+        if state.tokens >= 1.0 {
+            state.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 #[cfg(test)]
@@ -113,6 +138,16 @@ mod tests {
         let bucket = TokenBucket::new(1e-300, 1);
         assert_eq!(bucket.reserve(), Duration::ZERO);
         assert_eq!(bucket.reserve(), Duration::MAX);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_try_takes_nothing_so_the_next_token_comes_at_the_rate() {
+        let bucket = TokenBucket::new(1.0, 1);
+        let start = Instant::now();
+        assert!(bucket.try_take_at(start));
+        assert!(!bucket.try_take_at(start));
+        assert!(!bucket.try_take_at(start + Duration::from_millis(999)));
+        assert!(bucket.try_take_at(start + Duration::from_secs(1)));
     }
 
     #[tokio::test(start_paused = true)]

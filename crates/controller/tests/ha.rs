@@ -69,7 +69,7 @@ impl Instance {
         let (registry, readiness, liveness) = (Registry::new(), Readiness::new(), Liveness::new());
         let routes = health::router(registry.clone(), readiness.clone(), liveness.clone());
         let replica = Replica {
-            client: client_as(cluster, name),
+            clients: client_as(cluster, name).into(),
             options,
             registry: registry.clone(),
             readiness,

@@ -98,8 +98,11 @@ pub fn cancel_on_signals(token: CancellationToken) {
 /// What `run` and `dev` share: a client, the controller options, a shutdown token cancelled by
 /// SIGINT/SIGTERM, and the /metrics, /healthz, /livez, /readyz server.
 pub struct Session {
-    /// Client to the API server.
+    /// Client to the API server, for reads outside the controllers.
     pub client: kube::Client,
+    /// One client per controller, the informers and the Lease, each with its own
+    /// `--kube-api-qps`/`--kube-api-burst` budget, as kube-controller-manager gives them.
+    pub clients: controller::Clients,
     /// Which controllers, with which settings.
     pub options: controller::Options,
     /// Cancelled on a signal (or by the caller).
@@ -146,13 +149,18 @@ impl Session {
                 "feature gates accepted; they do not change these controllers"
             );
         }
-        let client = controller::client::build_client(&settings.client)
-            .await
-            .context("connecting to the API server")?;
-        let shutdown = CancellationToken::new();
-        cancel_on_signals(shutdown.clone());
         let registry = prometheus::Registry::new();
         crate::build_info::register(&registry).context("registering kubernetes_build_info")?;
+        controller::metrics::register_process_metrics(&registry)
+            .context("registering the process metrics")?;
+        let rest_metrics = controller::rest_metrics::RestClientMetrics::register(&registry)
+            .context("registering the REST client metrics")?;
+        let clients = controller::Clients::build(&settings.client, &rest_metrics)
+            .await
+            .context("connecting to the API server")?;
+        let client = clients.informers.clone();
+        let shutdown = CancellationToken::new();
+        cancel_on_signals(shutdown.clone());
         let readiness = Readiness::new();
         let liveness = Liveness::new();
         let stop = || {
@@ -231,6 +239,7 @@ impl Session {
         };
         Ok(Self {
             client,
+            clients,
             options,
             shutdown,
             registry,
@@ -248,14 +257,14 @@ impl Session {
         &self,
         token: CancellationToken,
     ) -> impl std::future::Future<Output = Result<(), controller::RunError>> + Send + 'static {
-        let (client, options, registry, readiness, activity) = (
-            self.client.clone(),
+        let (clients, options, registry, readiness, activity) = (
+            self.clients.clone(),
             self.options.clone(),
             self.registry.clone(),
             self.readiness.clone(),
             self.activity.clone(),
         );
-        async move { controller::run(client, &options, &registry, readiness, activity, token).await }
+        async move { controller::run(clients, &options, &registry, readiness, activity, token).await }
     }
 
     /// Stops the servers of /metrics and the health checks.
@@ -268,6 +277,19 @@ impl Session {
                 Err(err) => tracing::warn!(%err, "metrics server task failed"),
             }
         }
+    }
+}
+
+/// The leader-elected replica of `session`, known in the Lease as `identity`.
+fn replica(session: &Session, identity: String) -> Replica {
+    Replica {
+        clients: session.clients.clone(),
+        options: session.options.clone(),
+        registry: session.registry.clone(),
+        readiness: session.readiness.clone(),
+        liveness: session.liveness.clone(),
+        identity,
+        health_margin: HEALTH_CHECK_MARGIN,
     }
 }
 
@@ -301,16 +323,10 @@ pub async fn run(args: RunArgs) -> Result<bool> {
     let ok = if settings.leader_election.enabled {
         let identity = default_identity();
         tracing::info!(identity, lease = %settings.leader_election.resource_name, "waiting for leadership");
-        let replica = Replica {
-            client: session.client.clone(),
-            options: session.options.clone(),
-            registry: session.registry.clone(),
-            readiness: session.readiness.clone(),
-            liveness: session.liveness.clone(),
-            identity,
-            health_margin: HEALTH_CHECK_MARGIN,
-        };
-        match replica.run(session.shutdown.clone()).await {
+        match replica(&session, identity)
+            .run(session.shutdown.clone())
+            .await
+        {
             LeadershipEnd::ShutDown => true,
             LeadershipEnd::Lost => {
                 tracing::error!("leader election lost");
@@ -329,4 +345,162 @@ pub async fn run(args: RunArgs) -> Result<bool> {
     };
     session.finish().await;
     Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use std::collections::BTreeSet;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    /// `GET /metrics` over plain HTTP/1.0, as a Prometheus scrape does.
+    async fn scrape(addr: std::net::SocketAddr) -> std::io::Result<String> {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        stream
+            .write_all(b"GET /metrics HTTP/1.0\r\nHost: metrics\r\n\r\n")
+            .await?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await?;
+        Ok(response)
+    }
+
+    /// The label names of the first series of `text` whose name is `series`.
+    fn label_names(text: &str, series: &str) -> Option<BTreeSet<String>> {
+        let line = text.lines().find(|line| {
+            line.strip_prefix(series)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })?;
+        let rest = &line[series.len()..];
+        let Some(labels) = rest.strip_prefix('{') else {
+            return Some(BTreeSet::new());
+        };
+        let labels = &labels[..labels.rfind('}')?];
+        Some(
+            labels
+                .split("\",")
+                .filter_map(|pair| pair.split_once('=').map(|(name, _)| name.to_owned()))
+                .collect(),
+        )
+    }
+
+    /// A port nothing listens on right now (`--port 0` turns plain HTTP off, as upstream).
+    fn free_port() -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    }
+
+    fn names(names: &[&str]) -> Option<BTreeSet<String>> {
+        Some(names.iter().map(|n| (*n).to_owned()).collect())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn metrics_serves_rest_client_process_leader_and_build_metrics_with_upstream_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let api =
+            crate::cmd::apiserver::start("127.0.0.1:0".parse().unwrap(), &[], Some(&kubeconfig))
+                .await
+                .unwrap();
+        let args = Command::parse_from([
+            "run",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--bind-address",
+            "127.0.0.1",
+            "--port",
+            &free_port().to_string(),
+            "--secure-port",
+            "0",
+        ])
+        .run;
+        let mut settings = args.controllers.settings(args.kubeconfig.clone()).unwrap();
+        settings.leader_election.enabled = true;
+        let session = Session::start(settings, &args.controllers).await.unwrap();
+        let leading = tokio::spawn(replica(&session, "test".into()).run(session.shutdown.clone()));
+
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        let text = loop {
+            let text = scrape(session.metrics_addr.expect("plain HTTP was asked for"))
+                .await
+                .unwrap();
+            // Leading, and the informers' lists and the Lease write went through the clients.
+            if text.contains("leader_election_master_status{name=\"kube-endpoints\"} 1")
+                && session.readiness.is_ready()
+                && text.contains("rest_client_rate_limiter_duration_seconds_count")
+            {
+                break text;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "never led:\n{text}");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+
+        let host = api
+            .url()
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_owned();
+        assert!(
+            text.contains(&format!(
+                "rest_client_requests_total{{code=\"200\",host=\"{host}\",method=\"GET\"}}"
+            )),
+            "{text}"
+        );
+        let histogram = names(&["host", "le", "verb"]);
+        let expected = [
+            (
+                "rest_client_requests_total",
+                names(&["code", "host", "method"]),
+            ),
+            (
+                "rest_client_request_duration_seconds_bucket",
+                histogram.clone(),
+            ),
+            (
+                "rest_client_rate_limiter_duration_seconds_bucket",
+                histogram,
+            ),
+            ("leader_election_master_status", names(&["name"])),
+            (
+                "kubernetes_build_info",
+                names(&[
+                    "build_date",
+                    "compiler",
+                    "git_commit",
+                    "git_tree_state",
+                    "git_version",
+                    "go_version",
+                    "major",
+                    "minor",
+                    "platform",
+                ]),
+            ),
+            ("process_cpu_seconds_total", names(&[])),
+            ("process_resident_memory_bytes", names(&[])),
+            ("process_virtual_memory_bytes", names(&[])),
+            ("process_open_fds", names(&[])),
+            ("process_max_fds", names(&[])),
+            ("process_start_time_seconds", names(&[])),
+        ];
+        for (series, labels) in expected {
+            assert_eq!(label_names(&text, series), labels, "{series} in\n{text}");
+        }
+        assert!(
+            text.contains("rest_client_request_duration_seconds_bucket{host=")
+                && text.contains("le=\"0.005\"")
+                && text.contains("le=\"60\""),
+            "{text}"
+        );
+
+        session.shutdown.cancel();
+        leading.await.unwrap();
+        session.finish().await;
+        api.shutdown().await.unwrap();
+    }
 }

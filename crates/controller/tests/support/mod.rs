@@ -217,6 +217,14 @@ impl TestCluster {
         self.server.faults()
     }
 
+    /// An in-process client limited to `qps` requests per second in bursts of `burst`, with
+    /// a token bucket of its own.
+    pub fn limited_client(&self, qps: f64, burst: u32) -> Client {
+        kube::client::ClientBuilder::new(self.server.service(), "default")
+            .with_layer(&controller::client::QpsLimitLayer::new(qps, burst))
+            .build()
+    }
+
     /// How many requests of `verb` on `resource` the server has served so far.
     pub fn requests(&self, verb: &str, resource: &str) -> u64 {
         self.server
@@ -228,20 +236,29 @@ impl TestCluster {
 
     /// Starts the controllers with `options` and waits until their informers synced.
     pub async fn run_controllers(&self, options: Options) -> Controllers {
+        self.run_controllers_with(options, self.client.clone().into())
+            .await
+    }
+
+    /// [`run_controllers`](Self::run_controllers) with a client per budget.
+    pub async fn run_controllers_with(
+        &self,
+        options: Options,
+        clients: controller::Clients,
+    ) -> Controllers {
         let shutdown = CancellationToken::new();
         let registry = Registry::new();
         let readiness = Readiness::new();
         let activity = controller::Activity::new();
         let task = tokio::spawn({
-            let (client, registry, readiness, activity, shutdown) = (
-                self.client.clone(),
+            let (registry, readiness, activity, shutdown) = (
                 registry.clone(),
                 readiness.clone(),
                 activity.clone(),
                 shutdown.clone(),
             );
             async move {
-                controller::run(client, &options, &registry, readiness, activity, shutdown).await
+                controller::run(clients, &options, &registry, readiness, activity, shutdown).await
             }
         });
         eventually("the informers to sync", || {

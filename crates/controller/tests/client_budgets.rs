@@ -1,0 +1,115 @@
+//! Each controller writes through a client of its own, with its own `--kube-api-qps` and
+//! `--kube-api-burst` budget, as in kube-controller-manager: a controller that has spent its
+//! budget on a burst of work holds back only its own writes.
+//!
+//! The budgets are made so small that a spent one refills only after the test is over; which
+//! writes went through is then a matter of counting, not of timing.
+
+mod support;
+
+use controller::{Clients, Options};
+use k8s_openapi::api::core::v1::Endpoints;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{ListParams, PostParams};
+use reconcile::labels::{
+    MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY,
+};
+use serde_json::json;
+use support::{eventually, options, pretty, service, TestCluster};
+
+const NS: &str = "default";
+/// Services the EndpointSlice controller must write a slice for.
+const SERVICES: usize = 20;
+/// A token every thousand seconds: once its burst of one is spent, a client is stalled for
+/// the rest of the test.
+const STALLED_QPS: f64 = 0.001;
+
+/// The slices in the namespace managed by `controller`.
+async fn slices_managed_by(
+    cluster: &TestCluster,
+    controller: &str,
+) -> anyhow::Result<Vec<EndpointSlice>> {
+    let selector = format!("{SLICE_MANAGED_BY}={controller}");
+    Ok(cluster
+        .slices(NS)
+        .list(&ListParams::default().labels(&selector))
+        .await?
+        .items)
+}
+
+/// Waits until `controller` manages exactly `count` slices in the namespace.
+async fn wait_for_managed_count(cluster: &TestCluster, controller: &str, count: usize) {
+    eventually(&format!("{count} slices managed by {controller}"), || {
+        let listed = slices_managed_by(cluster, controller);
+        async move {
+            let slices = listed.await.map_err(|e| e.to_string())?;
+            if slices.len() == count {
+                Ok(())
+            } else {
+                Err(pretty(&slices))
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_controller_that_spent_its_budget_does_not_hold_back_another_controllers_writes(
+) -> anyhow::Result<()> {
+    let cluster = TestCluster::start().await;
+    for n in 0..SERVICES {
+        cluster
+            .create_service(
+                &service(&format!("web-{n}"))
+                    .selector("app", "web")
+                    .port("http", 80, 8080),
+            )
+            .await?;
+    }
+    let unlimited = cluster.client.clone();
+    let clients = Clients {
+        informers: unlimited.clone(),
+        endpoints: unlimited.clone(),
+        endpoint_slices: cluster.limited_client(STALLED_QPS, 1),
+        mirroring: cluster.limited_client(STALLED_QPS, 1),
+        leader_election: unlimited,
+    };
+    let options = Options {
+        endpoints: false,
+        mirroring: true,
+        ..options()
+    };
+    // The controllers are never stopped: a stop waits for in-flight syncs, and the
+    // EndpointSlice controller's stay blocked on its budget; the test's runtime ends them.
+    let _controllers = cluster.run_controllers_with(options, clients).await;
+
+    // The EndpointSlice controller writes one slice with its burst; the other nineteen
+    // Services' writes wait for tokens that will not come during the test.
+    wait_for_managed_count(&cluster, SLICE_CONTROLLER_NAME, 1).await;
+
+    // Now the mirroring controller has work: it spends its own token at once. On a shared
+    // budget its write would queue behind the EndpointSlice controller's.
+    cluster
+        .create_service(&service("ext").port("db", 9000, 9000))
+        .await?;
+    let endpoints: Endpoints = serde_json::from_value(json!({
+        "metadata": {"name": "ext", "namespace": NS},
+        "subsets": [{
+            "addresses": [{"ip": "10.1.0.1"}],
+            "ports": [{"name": "db", "port": 9000, "protocol": "TCP"}],
+        }],
+    }))?;
+    cluster
+        .endpoints(NS)
+        .create(&PostParams::default(), &endpoints)
+        .await?;
+    wait_for_managed_count(&cluster, MIRRORING_CONTROLLER_NAME, 1).await;
+    let mirrored = slices_managed_by(&cluster, MIRRORING_CONTROLLER_NAME).await?;
+    let labels = mirrored[0].metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels.get(SERVICE_NAME).map(String::as_str), Some("ext"));
+
+    // ... while the EndpointSlice controller still has all but one of its writes queued.
+    let written = slices_managed_by(&cluster, SLICE_CONTROLLER_NAME).await?;
+    assert_eq!(written.len(), 1, "{}", pretty(&written));
+    Ok(())
+}
