@@ -1,5 +1,6 @@
 //! The `kube-endpoints` binary.
 
+mod allocator;
 mod args;
 mod build_info;
 mod cmd;
@@ -7,12 +8,6 @@ mod logging;
 
 use clap::{Parser, Subcommand};
 
-/// The controllers, the embedded server and `plan` allocate and free many small objects
-/// (projections, JSON values, requests); mimalloc serves that pattern faster than glibc's
-/// allocator and returns freed memory to the system more readily, which shows in both the
-/// CPU time and the peak RSS of `plan` on 10,000 pods.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 /// Kubernetes' Endpoints and EndpointSlice controllers, rebuilt in Rust.
@@ -55,6 +50,7 @@ fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
 }
 
 fn main() -> ExitCode {
+    allocator::tune();
     let cli = match parse(std::env::args_os().collect()) {
         Ok(cli) => cli,
         Err(ParseError::Clap(err)) => err.exit(),

@@ -147,24 +147,9 @@ pub fn load_text(path: &Path, text: &str, loaded: &mut Loaded) -> Result<(), Man
     })?;
     let is_json = path.extension().and_then(|e| e.to_str()) == Some("json")
         || text.trim_start().starts_with('{');
-    let values: Vec<Result<serde_json::Value, String>> = if is_json {
-        let stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
-        stream.map(|r| r.map_err(|e| e.to_string())).collect()
-    } else {
-        // After a syntax error the document iterator may keep yielding the same error, so
-        // stop at the first one.
-        let mut docs = Vec::new();
-        for doc in serde_norway::Deserializer::from_str(text) {
-            let value = serde_json::Value::deserialize(doc).map_err(|e| e.to_string());
-            let failed = value.is_err();
-            docs.push(value);
-            if failed {
-                break;
-            }
-        }
-        docs
-    };
-    for (i, value) in values.into_iter().enumerate() {
+    // Each document is typed and dropped before the next is parsed, so a large file is
+    // never held as parsed values all at once.
+    let mut add = |i: usize, value: Result<serde_json::Value, String>| {
         let index = i + 1;
         let value = value.map_err(|message| ManifestError::Document {
             path: path.to_owned(),
@@ -172,9 +157,24 @@ pub fn load_text(path: &Path, text: &str, loaded: &mut Loaded) -> Result<(), Man
             message,
         })?;
         if value.is_null() {
-            continue; // an empty document, e.g. a trailing `---`
+            return Ok(()); // an empty document, e.g. a trailing `---`
         }
-        add_value(path, index, value, loaded)?;
+        add_value(path, index, value, loaded)
+    };
+    if is_json {
+        let stream = serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>();
+        for (i, value) in stream.enumerate() {
+            add(i, value.map_err(|e| e.to_string()))?;
+        }
+    } else {
+        // After a syntax error the document iterator may keep yielding the same error, so
+        // the first one ends the file.
+        for (i, doc) in serde_norway::Deserializer::from_str(text).enumerate() {
+            add(
+                i,
+                serde_json::Value::deserialize(doc).map_err(|e| e.to_string()),
+            )?;
+        }
     }
     Ok(())
 }
@@ -196,11 +196,14 @@ fn add_value(
         .ok_or_else(|| err("missing kind".into()))?
         .to_owned();
     if kind == "List" || kind.ends_with("List") {
-        let items = value
-            .get("items")
-            .and_then(|i| i.as_array())
-            .cloned()
-            .unwrap_or_default();
+        // Moved out, not copied: a cluster dump is one List, and each item is dropped as soon
+        // as its typed object is made.
+        let mut value = value;
+        let items = match value.get_mut("items") {
+            Some(serde_json::Value::Array(items)) => std::mem::take(items),
+            _ => Vec::new(),
+        };
+        drop(value);
         for item in items {
             add_value(path, index, item, loaded)?;
         }

@@ -211,8 +211,11 @@ pub async fn run(
             mirrored_slices: options.mirroring,
             endpoints: options.endpoints,
         };
-        let (recorder, sender) =
-            EventRecorder::new(clients.endpoint_slices.clone(), "kube-endpoints", background.clone());
+        let (recorder, sender) = EventRecorder::new(
+            clients.endpoint_slices.clone(),
+            "kube-endpoints",
+            background.clone(),
+        );
         tasks.spawn(sender);
         let guard = migration_guard::MigrationGuard::new(
             informers.managed_fields.clone(),
