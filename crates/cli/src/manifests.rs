@@ -25,6 +25,18 @@ pub enum ManifestError {
         /// The limit and the line that passed it.
         source: apiserver::limits::TooDeep,
     },
+    /// The file is larger than any manifest this tool reads in one piece.
+    #[error(
+        "{path}: {size} bytes is more than the {limit} bytes a manifest file may hold; split it into several files"
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size, or at least how much of it was read before giving up.
+        size: u64,
+        /// [`MAX_FILE_BYTES`].
+        limit: u64,
+    },
     /// A document is not valid YAML/JSON or not a valid object of its kind.
     #[error("{path}: document {index}: {message}")]
     Document {
@@ -92,20 +104,55 @@ pub struct Loaded {
     pub notes: Vec<String>,
 }
 
+/// The largest manifest file read: a dump of 200,000 pods is about 60 MB of JSON, and each
+/// megabyte read costs several more as parsed objects.
+pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Reads every file given (directories recursively, `.yaml`, `.yml` and `.json` files in
 /// name order).
 pub fn load_paths(paths: &[PathBuf]) -> Result<Loaded, ManifestError> {
+    load_paths_within(paths, MAX_FILE_BYTES)
+}
+
+fn load_paths_within(paths: &[PathBuf], limit: u64) -> Result<Loaded, ManifestError> {
     let mut loaded = Loaded::default();
     for path in paths {
         for file in files_under(path)? {
-            let text = std::fs::read_to_string(&file).map_err(|source| ManifestError::Read {
-                path: file.clone(),
-                source,
-            })?;
+            let text = read_within(&file, limit)?;
             load_text(&file, &text, &mut loaded)?;
         }
     }
     Ok(loaded)
+}
+
+/// The file's text, refused past `limit` bytes. The size is checked before reading, and the
+/// read itself stops one byte past the limit, for files whose size the metadata does not tell
+/// (pipes, `/dev/stdin`).
+fn read_within(file: &Path, limit: u64) -> Result<String, ManifestError> {
+    use std::io::Read;
+    let read_error = |source| ManifestError::Read {
+        path: file.to_owned(),
+        source,
+    };
+    let too_large = |size| ManifestError::TooLarge {
+        path: file.to_owned(),
+        size,
+        limit,
+    };
+    let handle = std::fs::File::open(file).map_err(read_error)?;
+    let size = handle.metadata().map_err(read_error)?.len();
+    if size > limit {
+        return Err(too_large(size));
+    }
+    let mut text = String::new();
+    handle
+        .take(limit + 1)
+        .read_to_string(&mut text)
+        .map_err(read_error)?;
+    if text.len() as u64 > limit {
+        return Err(too_large(text.len() as u64));
+    }
+    Ok(text)
 }
 
 fn files_under(path: &Path) -> Result<Vec<PathBuf>, ManifestError> {
@@ -245,6 +292,29 @@ fn add_value(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_over_the_size_limit_is_refused_naming_it_before_it_is_parsed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("big.yaml");
+        std::fs::write(
+            &file,
+            "kind: Namespace\napiVersion: v1\nmetadata: {name: a}\n",
+        )
+        .unwrap();
+        let err = load_paths_within(std::slice::from_ref(&file), 10).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            matches!(err, ManifestError::TooLarge { limit: 10, .. }),
+            "{text}"
+        );
+        assert!(
+            text.contains("big.yaml") && text.contains("split it"),
+            "{text}"
+        );
+        let loaded = load_paths_within(&[file], 1024).unwrap();
+        assert_eq!(loaded.objects.len(), 1);
+    }
 
     #[test]
     fn multi_document_yaml_and_lists_are_read_and_other_kinds_noted() {
