@@ -17,6 +17,7 @@
 //! [`serve`] takes a bound listener and a shutdown future, so tests bind `127.0.0.1:0` and
 //! stop it when they like.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,9 +37,23 @@ use tracing::warn;
 use crate::config::ServingSettings;
 use crate::metrics::{render, TEXT_CONTENT_TYPE};
 
-/// A shared "ready" flag for `/readyz`. Clones share the flag.
+/// What `/readyz` answers: ready once the informers synced, and not while one of their
+/// watches keeps failing. Clones share the state.
 #[derive(Debug, Clone, Default)]
-pub struct Readiness(Arc<AtomicBool>);
+pub struct Readiness(Arc<ReadinessState>);
+
+#[derive(Debug, Default)]
+struct ReadinessState {
+    synced: AtomicBool,
+    /// Kinds whose watch failed and has not delivered an event since, with when it last
+    /// failed.
+    failing: Mutex<BTreeMap<String, Instant>>,
+}
+
+/// How long after its last failure a quiet watch counts as working again. A watch that
+/// keeps failing fails again within kube's longest retry backoff (30 s); one that stays
+/// quiet for longer than that is open, even if nothing changed to deliver an event.
+pub const WATCH_RECOVERY_QUIET: Duration = Duration::from_secs(35);
 
 impl Readiness {
     /// A flag that starts not ready.
@@ -48,12 +63,39 @@ impl Readiness {
 
     /// Sets or clears readiness.
     pub fn set(&self, ready: bool) {
-        self.0.store(ready, Ordering::Release);
+        self.0.synced.store(ready, Ordering::Release);
+    }
+
+    /// A watch of `kind` failed: not ready until it delivers an event or stays quiet for
+    /// [`WATCH_RECOVERY_QUIET`].
+    pub fn watch_failed(&self, kind: &str) {
+        self.failing().insert(kind.to_owned(), Instant::now());
+    }
+
+    /// A watch of `kind` delivered an event: it works.
+    pub fn watch_working(&self, kind: &str) {
+        let mut failing = self.failing();
+        if !failing.is_empty() {
+            failing.remove(kind);
+        }
     }
 
     /// Whether `/readyz` answers 200.
     pub fn is_ready(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        if !self.0.synced.load(Ordering::Acquire) {
+            return false;
+        }
+        let now = Instant::now();
+        self.failing()
+            .values()
+            .all(|failed| now.saturating_duration_since(*failed) >= WATCH_RECOVERY_QUIET)
+    }
+
+    fn failing(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Instant>> {
+        self.0
+            .failing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -277,6 +319,30 @@ mod tests {
         assert_eq!(call(router.clone(), "/healthz").await.0, StatusCode::OK);
         readiness.set(true);
         assert_eq!(call(router, "/readyz").await.0, StatusCode::OK);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn readyz_fails_while_a_watch_keeps_failing() {
+        let readiness = Readiness::new();
+        let router = router(Registry::new(), readiness.clone(), Liveness::new());
+        readiness.set(true);
+        readiness.watch_failed("Pod");
+        assert_eq!(
+            call(router.clone(), "/readyz").await.0,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        readiness.watch_working("Service");
+        assert!(!readiness.is_ready(), "another kind's event proves nothing");
+        readiness.watch_working("Pod");
+        assert_eq!(call(router.clone(), "/readyz").await.0, StatusCode::OK);
+
+        readiness.watch_failed("Node");
+        tokio::time::advance(WATCH_RECOVERY_QUIET - Duration::from_secs(1)).await;
+        readiness.watch_failed("Node");
+        tokio::time::advance(WATCH_RECOVERY_QUIET - Duration::from_secs(1)).await;
+        assert!(!readiness.is_ready(), "failing again within the quiet time");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(readiness.is_ready(), "a quiet watch is open again");
     }
 
     #[tokio::test(start_paused = true)]

@@ -207,17 +207,29 @@ impl Informers {
     }
 
     /// Runs every informer until `shutdown` is cancelled.
-    pub async fn run(self, handlers: Handlers, shutdown: tokio_util::sync::CancellationToken) {
+    pub async fn run(
+        self,
+        handlers: Handlers,
+        health: crate::informer::WatchHealth,
+        shutdown: tokio_util::sync::CancellationToken,
+    ) {
         let s = || {
             let t = shutdown.clone();
             async move { t.cancelled().await }
         };
+        let h = || health.clone();
         tokio::join!(
-            self.pods.run(Fanout(handlers.pods), s()),
-            self.services.run(Fanout(handlers.services), s()),
-            self.nodes.run(Fanout(handlers.nodes), s()),
-            self.slices.run(Fanout(handlers.slices), s()),
-            self.endpoints.run(Fanout(handlers.endpoints), s()),
+            self.pods.with_health(h()).run(Fanout(handlers.pods), s()),
+            self.services
+                .with_health(h())
+                .run(Fanout(handlers.services), s()),
+            self.nodes.with_health(h()).run(Fanout(handlers.nodes), s()),
+            self.slices
+                .with_health(h())
+                .run(Fanout(handlers.slices), s()),
+            self.endpoints
+                .with_health(h())
+                .run(Fanout(handlers.endpoints), s()),
         );
     }
 }

@@ -229,7 +229,8 @@ pub async fn run(
     }
 
     let synced = informers.synced();
-    tasks.spawn(informers.run(handlers, background.clone()));
+    let health = informer::WatchHealth::register(registry, readiness.clone())?;
+    tasks.spawn(informers.run(handlers, health, background.clone()));
     let all_synced = tokio::select! {
         ok = Synced::wait_all(synced) => ok,
         () = shutdown.cancelled() => false,

@@ -10,7 +10,9 @@
 //! controllers may start their workers.
 
 pub mod relist;
+pub mod resource_versions;
 pub mod store;
+pub mod watch_health;
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -25,6 +27,9 @@ use tracing::{debug, warn};
 
 pub use relist::{Applier, Change};
 pub use store::{Index, IndexFn, ObjectKey, Store};
+pub use watch_health::WatchHealth;
+
+use resource_versions::{NewestSeen, Order};
 
 /// Receives an informer's changes. Calls come from the informer's task one at a time, after
 /// the store already holds the new state, and must not block: handlers only decide which
@@ -87,6 +92,7 @@ pub struct Informer<K, P> {
     project: Box<Projection<K, P>>,
     store: Store<P>,
     synced: watch::Sender<bool>,
+    health: Option<WatchHealth>,
 }
 
 impl<K, P> Informer<K, P>
@@ -109,7 +115,15 @@ where
             project: Box::new(project),
             store: Store::new(),
             synced: watch::Sender::new(false),
+            health: None,
         }
+    }
+
+    /// Reports watch failures and recoveries to `health` (a counter, and `/readyz`).
+    #[must_use]
+    pub fn with_health(mut self, health: WatchHealth) -> Self {
+        self.health = Some(health);
+        self
     }
 
     /// The store this informer fills. Add indexes before [`run`](Self::run) or later; late
@@ -135,6 +149,7 @@ where
         let mut events = start();
         let mut shutdown = std::pin::pin!(shutdown);
         let mut applier = Applier::new(self.store.clone());
+        let mut newest = NewestSeen::default();
         loop {
             let event = tokio::select! {
                 biased;
@@ -143,6 +158,17 @@ where
             };
             match event {
                 Some(Ok(event)) => {
+                    if let Some(health) = &self.health {
+                        health.working(&kind);
+                    }
+                    if let Order::Backwards { newest, event } = newest.observe(&event) {
+                        warn!(kind, newest, event, "resourceVersions went backwards (the server restarted with older state?); re-listing");
+                        if let Some(health) = &self.health {
+                            health.relisted_after_reset(&kind);
+                        }
+                        events = start();
+                        continue;
+                    }
                     let Some(change) = project_event(event, &*self.project, &kind) else {
                         continue;
                     };
@@ -152,12 +178,19 @@ where
                     }
                 }
                 Some(Err(error)) if needs_relist(&error) => {
+                    if let Some(health) = &self.health {
+                        health.failed(&kind);
+                        health.relisted_after_reset(&kind);
+                    }
                     warn!(kind, %error, "the server has not reached the last resourceVersion seen (restarted with fresh state?); re-listing");
                     // A new watcher starts with a list; the applier diffs it against the store
                     // and reports what vanished as deletes.
                     events = start();
                 }
                 Some(Err(error)) => {
+                    if let Some(health) = &self.health {
+                        health.failed(&kind);
+                    }
                     warn!(kind, %error, "watch failed; retrying after backoff");
                 }
                 None => break,

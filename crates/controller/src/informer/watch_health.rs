@@ -1,0 +1,55 @@
+//! How the informers' watches are doing: a counter of failures per kind, and `/readyz` held
+//! down while a watch keeps failing (see [`Readiness::watch_failed`]).
+
+use prometheus::{IntCounterVec, Opts, Registry};
+
+use crate::health::Readiness;
+
+/// Shared by every informer of one run. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct WatchHealth {
+    readiness: Readiness,
+    failures: IntCounterVec,
+    restarts: IntCounterVec,
+}
+
+impl WatchHealth {
+    /// Registers `informer_watch_failures_total{kind}` and
+    /// `informer_relists_after_resource_version_reset_total{kind}` on `registry`.
+    pub fn register(registry: &Registry, readiness: Readiness) -> prometheus::Result<Self> {
+        let failures = IntCounterVec::new(
+            Opts::new(
+                "informer_watch_failures_total",
+                "Failed list or watch requests of the informers, by kind; /readyz fails while a watch keeps failing.",
+            ),
+            &["kind"],
+        )?;
+        let restarts = IntCounterVec::new(
+            Opts::new(
+                "informer_relists_after_resource_version_reset_total",
+                "Fresh lists an informer started because the server's resourceVersions went backwards (a restart with fresh state, an etcd restore).",
+            ),
+            &["kind"],
+        )?;
+        registry.register(Box::new(failures.clone()))?;
+        registry.register(Box::new(restarts.clone()))?;
+        Ok(Self {
+            readiness,
+            failures,
+            restarts,
+        })
+    }
+
+    pub(crate) fn failed(&self, kind: &str) {
+        self.failures.with_label_values(&[kind]).inc();
+        self.readiness.watch_failed(kind);
+    }
+
+    pub(crate) fn working(&self, kind: &str) {
+        self.readiness.watch_working(kind);
+    }
+
+    pub(crate) fn relisted_after_reset(&self, kind: &str) {
+        self.restarts.with_label_values(&[kind]).inc();
+    }
+}
