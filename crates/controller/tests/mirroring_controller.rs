@@ -254,6 +254,21 @@ async fn a_mirrored_slice_deleted_by_someone_else_is_written_again() -> anyhow::
     let controllers = mirrored_ext(&cluster).await?;
     let first = mirrored(&cluster, "ext").await?;
     let name = first[0].metadata.name.clone().unwrap_or_default();
+    // The slice is visible as soon as the server stored it, but only a slice the controller
+    // knows it wrote (its tracker learns that when the create answers) is worth replacing;
+    // on a busy machine the delete could otherwise come first.
+    eventually("the controller to record its create", || {
+        let created = controllers.metric(
+            "endpoint_slice_mirroring_controller_changes",
+            &[("operation", "create")],
+        );
+        async move {
+            (created >= 1.0)
+                .then_some(())
+                .ok_or(format!("{created} creates"))
+        }
+    })
+    .await;
     cluster
         .slices(NS)
         .delete(&name, &DeleteParams::default())
