@@ -240,17 +240,12 @@ async fn put_service(
     let api: Api<Service> = Api::namespaced(client.clone(), NAMESPACES[ns]);
     let name = SERVICES[service];
     if let Some(existing) = retrying(|| api.get_opt(name)).await? {
-        let headless = existing
-            .spec
-            .as_ref()
-            .and_then(|s| s.cluster_ip.as_deref())
-            == Some("None");
         // Taking the selector away leaves the EndpointSlice controller's slices in place, as
         // upstream does (it skips selector-less Services): a state no run from scratch
-        // reaches. The workload deletes and re-creates the Service instead, so the final
-        // state decides the objects, whatever the order of changes.
+        // reaches. The workload deletes and re-creates the Service instead (the server's
+        // garbage collector takes the slices), so the final state decides the objects.
         let drops_selector = has_selector(&existing) && shape.selector.is_none();
-        if headless == shape.headless && !drops_selector {
+        if !drops_selector {
             let patch = Patch::Merge(json!({"spec": service_spec(shape)}));
             let pp = PatchParams::default();
             return match retrying(|| api.patch(name, &pp, &patch)).await {
@@ -259,7 +254,6 @@ async fn put_service(
                 Err(e) => Err(e).with_context(|| format!("patching Service {name}")),
             };
         }
-        // A cluster IP cannot be changed either: the user deletes and creates the Service.
         delete(&api, name).await?;
     }
     let object = service_object(ns, service, shape)?;

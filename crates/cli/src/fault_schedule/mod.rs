@@ -23,6 +23,7 @@ mod api;
 mod churn;
 mod cluster;
 mod fleet;
+mod gc;
 pub mod schedule;
 pub mod verdict;
 
@@ -197,7 +198,7 @@ async fn run(schedule: &Schedule, settings: &Settings, notes: &mut Vec<String>) 
 
     cluster.heal();
     fleet.reconnect();
-    let verdict = settle(&cluster, &mut fleet, &workload, settings).await;
+    let verdict = settle(&cluster, &mut fleet, &workload, settings, notes).await;
     let stopped = fleet.stop().await;
     verdict?;
     stopped
@@ -260,6 +261,7 @@ async fn settle(
     fleet: &mut Fleet,
     client: &kube::Client,
     settings: &Settings,
+    notes: &mut Vec<String>,
 ) -> Result<()> {
     let started = tokio::time::Instant::now();
     let server = cluster.server();
@@ -268,6 +270,14 @@ async fn settle(
     let mut agreed = false;
     loop {
         fleet.tend(cluster)?;
+        let collected = gc::sweep(client)
+            .await
+            .context("collecting orphaned slices")?;
+        if collected > 0 {
+            notes.push(format!(
+                "the garbage collector sweep deleted {collected} orphaned slice(s)"
+            ));
+        }
         // Even past the deadline, one last chance to go quiet.
         let left = settings
             .deadline

@@ -12,6 +12,8 @@ pub const NAMESPACES: &[&str] = &["default", "shop", "ops"];
 pub const APPS: &[&str] = &["web", "api"];
 /// Services per namespace are drawn from these names.
 pub const SERVICES: &[&str] = &["svc-0", "svc-1", "svc-2"];
+/// The index in [`SERVICES`] of the headless Service.
+pub const HEADLESS: usize = 2;
 /// Pods per namespace are drawn from these names.
 pub const PODS: usize = 6;
 /// Nodes, with their zones; they never change.
@@ -45,7 +47,10 @@ pub struct ServiceShape {
     pub selector: Option<&'static str>,
     /// Its ports.
     pub ports: PortSet,
-    /// `clusterIP: None`.
+    /// `clusterIP: None`: always for [`HEADLESS`], never for the others. Upstream's
+    /// Endpoints controller leaves out the headless label when it decides whether Endpoints
+    /// need an update, so a Service deleted and re-created with the other kind, synced once
+    /// for both, keeps the old label: an end state only that history reaches.
     pub headless: bool,
     /// `publishNotReadyAddresses`.
     pub publish_not_ready: bool,
@@ -221,7 +226,7 @@ impl Draw {
         Duration::from_millis(from + self.0.next_u64() % (to - from + 1))
     }
 
-    fn service_shape(&mut self) -> ServiceShape {
+    fn service_shape(&mut self, service: usize) -> ServiceShape {
         let selector = if self.chance(25) {
             None
         } else {
@@ -230,7 +235,7 @@ impl Draw {
         ServiceShape {
             selector,
             ports: self.pick(&[PortSet::Http, PortSet::HttpAndMetrics, PortSet::Web]),
-            headless: self.chance(20),
+            headless: service == HEADLESS,
             publish_not_ready: self.chance(20),
         }
     }
@@ -276,7 +281,7 @@ impl Draw {
             63..=74 => Churn::PutService {
                 ns,
                 service,
-                shape: self.service_shape(),
+                shape: self.service_shape(service),
             },
             75..=79 => Churn::DeleteService { ns, service },
             80..=89 => Churn::PutEndpoints {
@@ -372,7 +377,7 @@ impl Schedule {
                     initial.push(Churn::PutService {
                         ns,
                         service,
-                        shape: d.service_shape(),
+                        shape: d.service_shape(service),
                     });
                     initial.push(Churn::PutEndpoints {
                         ns,
