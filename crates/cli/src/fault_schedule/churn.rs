@@ -274,9 +274,7 @@ async fn put_endpoints(
     let services: Api<Service> = Api::namespaced(client.clone(), NAMESPACES[ns]);
     match retrying(|| services.get_opt(name)).await? {
         None => return Ok(Applied::Skipped("no such Service")),
-        Some(s) if has_selector(&s) => {
-            return Ok(Applied::Skipped("the Service has a selector"))
-        }
+        Some(s) if has_selector(&s) => return Ok(Applied::Skipped("the Service has a selector")),
         Some(_) => {}
     }
     let subsets = json!([{

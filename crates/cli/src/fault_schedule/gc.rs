@@ -30,7 +30,11 @@ pub async fn sweep(client: &Client) -> Result<usize> {
     }
     let mut deleted = 0;
     for slice in retrying(|| slices.list(&lp)).await?.items {
-        let references = slice.metadata.owner_references.as_deref().unwrap_or_default();
+        let references = slice
+            .metadata
+            .owner_references
+            .as_deref()
+            .unwrap_or_default();
         let orphaned = !references.is_empty()
             && references
                 .iter()

@@ -31,8 +31,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use cluster::Cluster;
 use fleet::Fleet;
 use futures::StreamExt;
-pub use schedule::{Mix, Schedule};
 use schedule::{Action, Event};
+pub use schedule::{Mix, Schedule};
 use std::time::{Duration, Instant};
 
 /// Writes that must stop before the controllers count as settled.
@@ -172,7 +172,8 @@ async fn run(schedule: &Schedule, settings: &Settings, notes: &mut Vec<String>) 
         // Replicas that lost the Lease are replaced while the schedule waits.
         while tokio::time::Instant::now() < start + step.at {
             fleet.tend(&cluster)?;
-            let next = (tokio::time::Instant::now() + Duration::from_millis(50)).min(start + step.at);
+            let next =
+                (tokio::time::Instant::now() + Duration::from_millis(50)).min(start + step.at);
             tokio::time::sleep_until(next).await;
         }
         fleet.tend(&cluster)?;
@@ -216,9 +217,12 @@ async fn fault(
     let server = cluster.server();
     match *event {
         Event::Conflicts { resource, count } => {
-            server
-                .faults()
-                .fail_next("update", resource, count, apiserver::FaultResponse::Conflict);
+            server.faults().fail_next(
+                "update",
+                resource,
+                count,
+                apiserver::FaultResponse::Conflict,
+            );
         }
         Event::DropWatches => server.faults().drop_watches(),
         Event::ExpireWatch { resource } => {
@@ -294,10 +298,7 @@ async fn settle(
                 .context("planning the final state")?;
             expected = Some((sources, planned));
         }
-        let planned = &expected
-            .as_ref()
-            .ok_or_else(|| anyhow!("no plan"))?
-            .1;
+        let planned = &expected.as_ref().ok_or_else(|| anyhow!("no plan"))?.1;
         let diffs = verdict::differences(&verdict::live(client).await?, planned);
         if diffs.is_empty() && quiet && !stale {
             if agreed {

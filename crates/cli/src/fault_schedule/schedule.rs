@@ -73,20 +73,36 @@ pub struct PodShape {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Churn {
     /// Create the pod, or make an existing one look like this.
-    PutPod { ns: usize, pod: usize, shape: PodShape },
+    PutPod {
+        ns: usize,
+        pod: usize,
+        shape: PodShape,
+    },
     /// Delete a pod.
     DeletePod { ns: usize, pod: usize },
     /// Set a pod's Ready condition.
     SetReady { ns: usize, pod: usize, ready: bool },
     /// Give a pod a new IP.
-    SetIp { ns: usize, pod: usize, generation: u8 },
+    SetIp {
+        ns: usize,
+        pod: usize,
+        generation: u8,
+    },
     /// Create the Service, or give an existing one this shape.
-    PutService { ns: usize, service: usize, shape: ServiceShape },
+    PutService {
+        ns: usize,
+        service: usize,
+        shape: ServiceShape,
+    },
     /// Delete a Service (and, as a user would, its hand-written Endpoints).
     DeleteService { ns: usize, service: usize },
     /// Write a selector-less Service's Endpoints by hand (skipped when the Service has a
     /// selector or does not exist).
-    PutEndpoints { ns: usize, service: usize, addresses: Vec<u8> },
+    PutEndpoints {
+        ns: usize,
+        service: usize,
+        addresses: Vec<u8>,
+    },
     /// Delete a Service's Endpoints, whoever wrote them.
     DeleteEndpoints { ns: usize, service: usize },
     // No "delete a slice": upstream re-creates a deleted slice only when this very
@@ -119,7 +135,11 @@ pub enum ErrorKind {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Rule {
     /// Fail a share of matching requests.
-    Errors { target: Target, rate: f64, kind: ErrorKind },
+    Errors {
+        target: Target,
+        rate: f64,
+        kind: ErrorKind,
+    },
     /// Delay matching requests.
     Latency { target: Target, delay: Duration },
     /// Close each watch after this many events.
@@ -308,7 +328,8 @@ impl Draw {
         match self.below(10) {
             0..=5 => {
                 let mut target = self.target();
-                let kind = self.pick(&[ErrorKind::Internal, ErrorKind::TooMany, ErrorKind::Conflict]);
+                let kind =
+                    self.pick(&[ErrorKind::Internal, ErrorKind::TooMany, ErrorKind::Conflict]);
                 // A real server answers 409 only to writes.
                 if kind == ErrorKind::Conflict
                     && matches!(target.verb, "*" | "get" | "list" | "watch")
@@ -436,12 +457,9 @@ impl Schedule {
 
     /// Whether any step restarts the API server.
     pub fn restarts_server(&self) -> bool {
-        self.steps.iter().any(|s| {
-            matches!(
-                s.action,
-                Action::Fault(Event::ServerRestart { .. })
-            )
-        })
+        self.steps
+            .iter()
+            .any(|s| matches!(s.action, Action::Fault(Event::ServerRestart { .. })))
     }
 }
 
@@ -514,8 +532,14 @@ mod tests {
             for step in &schedule.steps {
                 match (&step.action, schedule.topology) {
                     (Action::Fault(Event::ControllerRestart { .. }), Topology::Pair)
-                    | (Action::Fault(Event::HandOver | Event::Partition { .. }), Topology::Single) => {
-                        panic!("seed {}: {:?} drew {:?}", schedule.seed, schedule.topology, step.action)
+                    | (
+                        Action::Fault(Event::HandOver | Event::Partition { .. }),
+                        Topology::Single,
+                    ) => {
+                        panic!(
+                            "seed {}: {:?} drew {:?}",
+                            schedule.seed, schedule.topology, step.action
+                        )
                     }
                     _ => {}
                 }

@@ -171,9 +171,7 @@ mod tests {
 
     #[test]
     fn a_left_over_endpoints_object_is_a_difference_but_its_trigger_time_is_not() {
-        let endpoints = |name: &str, time: &str| {
-            json!({"metadata": {"name": name, "namespace": "shop", "annotations": {TRIGGER_TIME: time}}})
-        };
+        let endpoints = |name: &str, time: &str| json!({"metadata": {"name": name, "namespace": "shop", "annotations": {TRIGGER_TIME: time}}});
         let planned = Written {
             endpoints: vec![endpoints("web", "2026-01-01T00:00:00Z")],
             ..Written::default()
@@ -195,6 +193,9 @@ mod tests {
             diffs.iter().any(|d| d.starts_with("shop/gone Endpoints")),
             "{diffs:?}"
         );
-        assert!(diffs.iter().all(|d| d.contains("only after faults")), "{diffs:?}");
+        assert!(
+            diffs.iter().all(|d| d.contains("only after faults")),
+            "{diffs:?}"
+        );
     }
 }
