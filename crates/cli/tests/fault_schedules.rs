@@ -16,9 +16,10 @@ async fn fifty_seeded_fault_schedules_end_on_the_objects_plan_writes() {
         .iter()
         .map(|r| {
             format!(
-                "seed {}: {}\n    notes: {:?}",
+                "seed {}: {}\n    faults: {:?}\n    notes: {:?}",
                 r.seed,
                 r.failure.as_deref().unwrap_or_default(),
+                r.faults,
                 r.notes
             )
         })

@@ -3,6 +3,7 @@
 use anyhow::Result;
 use clap::Args;
 use kube_endpoints::fault_schedule::{run_seeds, Schedule, Settings};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -79,6 +80,14 @@ pub fn run(args: FaultsArgs) -> Result<bool> {
         },
     ));
     let mut out = std::io::stdout().lock();
+    let mut drawn: BTreeMap<&str, usize> = BTreeMap::new();
+    for seed in args.first_seed..args.first_seed.saturating_add(args.seeds) {
+        for kind in Schedule::draw(seed, &settings.mix()).faults() {
+            *drawn.entry(kind).or_default() += 1;
+        }
+    }
+    let drawn: Vec<String> = drawn.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    writeln!(out, "faults drawn: {}", drawn.join(", "))?;
     for report in &summary.failed {
         writeln!(
             out,
@@ -86,6 +95,7 @@ pub fn run(args: FaultsArgs) -> Result<bool> {
             report.seed,
             report.failure.as_deref().unwrap_or_default()
         )?;
+        writeln!(out, "    faults: {}", report.faults.join(", "))?;
         for note in &report.notes {
             writeln!(out, "    note: {note}")?;
         }

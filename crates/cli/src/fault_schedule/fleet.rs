@@ -252,6 +252,21 @@ impl Fleet {
     }
 }
 
+impl Drop for Fleet {
+    /// A seed that ends early (a failure, its time limit) must not leave controllers running:
+    /// the single controller is aborted, and replicas are told to shut down (aborting one
+    /// would leave the controllers it spawned running on their own).
+    fn drop(&mut self) {
+        if let Some(single) = &self.single {
+            single.token.cancel();
+            single.task.abort();
+        }
+        for member in &self.replicas {
+            member.shutdown.cancel();
+        }
+    }
+}
+
 async fn stop_single(single: Single, abrupt: bool) -> Result<()> {
     if abrupt {
         single.task.abort();

@@ -84,6 +84,8 @@ pub struct SeedReport {
     /// What happened along the way that is not a failure (a skipped hand-over, a change the
     /// workload could not make).
     pub notes: Vec<String>,
+    /// The kinds of fault the schedule held, in order ([`Schedule::faults`]).
+    pub faults: Vec<&'static str>,
 }
 
 /// What a run of seeds gave.
@@ -117,6 +119,7 @@ pub async fn run_seeds(
                         elapsed: started.elapsed(),
                         failure: Some(format!("the seed's task failed: {e}")),
                         notes: Vec::new(),
+                        faults: Vec::new(),
                     },
                 }
             }
@@ -150,6 +153,7 @@ pub async fn run_seed(seed: u64, settings: Settings) -> SeedReport {
         elapsed: started.elapsed(),
         failure,
         notes,
+        faults: schedule.faults(),
     }
 }
 

@@ -457,9 +457,46 @@ impl Schedule {
 
     /// Whether any step restarts the API server.
     pub fn restarts_server(&self) -> bool {
+        self.faults().contains(&"server restart")
+    }
+
+    /// The kind of each fault in the schedule, in order (one entry per rule imposed or
+    /// instant fault), for a tally of what a run of seeds covered.
+    pub fn faults(&self) -> Vec<&'static str> {
         self.steps
             .iter()
-            .any(|s| matches!(s.action, Action::Fault(Event::ServerRestart { .. })))
+            .filter_map(|step| match &step.action {
+                Action::Impose { rule, .. } => Some(match rule {
+                    Rule::Errors {
+                        kind: ErrorKind::Internal,
+                        ..
+                    } => "5xx",
+                    Rule::Errors {
+                        kind: ErrorKind::TooMany,
+                        ..
+                    } => "429",
+                    Rule::Errors {
+                        kind: ErrorKind::Conflict,
+                        ..
+                    } => "409 rate",
+                    Rule::Latency { .. } => "latency",
+                    Rule::ShortWatches { .. } => "short watches",
+                }),
+                Action::Fault(event) => Some(match event {
+                    Event::Conflicts { .. } => "409 burst",
+                    Event::DropWatches => "dropped watches",
+                    Event::ExpireWatch { .. } => "forced 410",
+                    Event::Compact => "compaction",
+                    Event::Backup => "backup",
+                    Event::ServerRestart { .. } => "server restart",
+                    Event::ControllerRestart { abrupt: true, .. } => "controller crash",
+                    Event::ControllerRestart { abrupt: false, .. } => "controller restart",
+                    Event::HandOver => "hand-over",
+                    Event::Partition { .. } => "partition",
+                }),
+                Action::Churn(_) | Action::Lift { .. } => None,
+            })
+            .collect()
     }
 }
 
