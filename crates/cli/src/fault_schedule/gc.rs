@@ -60,3 +60,64 @@ pub async fn sweep(client: &Client) -> Result<usize> {
     }
     Ok(deleted)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::api::PostParams;
+    use serde_json::json;
+
+    fn owned_slice(name: &str, owner_uid: &str) -> EndpointSlice {
+        serde_json::from_value(json!({
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "ownerReferences": [{
+                    "apiVersion": "v1", "kind": "Service", "name": "web",
+                    "uid": owner_uid, "controller": true, "blockOwnerDeletion": true,
+                }],
+            },
+            "addressType": "IPv4",
+            "endpoints": [],
+        }))
+        .expect("a slice")
+    }
+
+    #[tokio::test]
+    async fn the_sweep_deletes_slices_whose_owner_is_gone_and_keeps_the_others() {
+        let server = apiserver::ApiServer::new(apiserver::Config::default());
+        let client = Client::new(server.service(), "default");
+        let service: Service = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"ports": [{"port": 80}]},
+        }))
+        .expect("a Service");
+        let pp = PostParams::default();
+        let created = Api::<Service>::namespaced(client.clone(), "default")
+            .create(&pp, &service)
+            .await
+            .expect("the Service is created");
+        let uid = created.metadata.uid.expect("a uid");
+        let slices = Api::<EndpointSlice>::namespaced(client.clone(), "default");
+        for slice in [
+            owned_slice("web-live", &uid),
+            owned_slice("web-orphan", "uid-of-a-deleted-service"),
+        ] {
+            slices
+                .create(&pp, &slice)
+                .await
+                .expect("the slice is created");
+        }
+
+        assert_eq!(sweep(&client).await.expect("the sweep runs"), 1);
+        let names: Vec<String> = slices
+            .list(&ListParams::default())
+            .await
+            .expect("a list")
+            .items
+            .into_iter()
+            .filter_map(|s| s.metadata.name)
+            .collect();
+        assert_eq!(names, ["web-live"]);
+    }
+}
