@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod conformance;
 pub mod dynamic;
+pub mod fault_schedule;
 pub mod listen;
 pub mod manifests;
 pub mod plan;

@@ -27,6 +27,7 @@ enum Command {
     Conformance(cmd::conformance::ConformanceArgs),
     Audit(cmd::audit::AuditArgs),
     Bench(cmd::bench::BenchArgs),
+    Faults(cmd::faults::FaultsArgs),
 }
 
 /// Why the command line was turned away.
@@ -70,6 +71,7 @@ fn main() -> ExitCode {
             .map(|()| true),
         Command::Audit(args) => runtime(None).and_then(|rt| rt.block_on(cmd::audit::run(args))),
         Command::Bench(args) => runtime(None).and_then(|rt| rt.block_on(cmd::bench::run(args))),
+        Command::Faults(args) => cmd::faults::run(args),
         Command::Apiserver(args) => runtime(None)
             .and_then(|rt| rt.block_on(cmd::apiserver::run(args)))
             .map(|()| true),
