@@ -121,7 +121,7 @@ impl Fleet {
         options.settings.leader_election = election();
         let registry = Registry::new();
         let replica = Replica {
-            client: connection.client,
+            clients: connection.client.into(),
             options,
             registry: registry.clone(),
             readiness: Readiness::new(),

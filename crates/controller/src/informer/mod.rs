@@ -150,6 +150,7 @@ where
         let mut shutdown = std::pin::pin!(shutdown);
         let mut applier = Applier::new(self.store.clone());
         let mut newest = NewestSeen::default();
+        let mut contact_backoff = ContactBackoff::default();
         loop {
             let event = tokio::select! {
                 biased;
@@ -158,6 +159,7 @@ where
             };
             match event {
                 Some(Ok(event)) => {
+                    contact_backoff.reset();
                     if let Some(health) = &self.health {
                         health.working(&kind);
                     }
@@ -185,6 +187,24 @@ where
                     warn!(kind, %error, "the server has not reached the last resourceVersion seen (restarted with fresh state?); re-listing");
                     // A new watcher starts with a list; the applier diffs it against the store
                     // and reports what vanished as deletes.
+                    events = start();
+                }
+                Some(Err(error)) if lost_contact(&error) => {
+                    if let Some(health) = &self.health {
+                        health.failed(&kind);
+                    }
+                    // The server went away (a restart, a partition). It may come back with
+                    // other state than the cache holds: restored from a backup, or with fresh
+                    // resourceVersions that happen to be ahead of ours, where resuming the
+                    // watch would silently skip whatever it holds from before. Start over
+                    // with a list once it answers, after a backoff of our own.
+                    let delay = contact_backoff.next_delay();
+                    warn!(kind, %error, ?delay, "lost contact with the server; will list again");
+                    tokio::select! {
+                        biased;
+                        () = &mut shutdown => break,
+                        () = tokio::time::sleep(delay) => {}
+                    }
                     events = start();
                 }
                 Some(Err(error)) => {
@@ -219,6 +239,34 @@ fn needs_relist(error: &watcher::Error) -> bool {
             .iter()
             .any(|c| c.reason == "ResourceVersionTooLarge")
     })
+}
+
+/// Whether a watch error says the server could not be reached or the connection broke, as
+/// opposed to an answer from it.
+fn lost_contact(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::WatchStartFailed(e)
+        | watcher::Error::WatchFailed(e)
+        | watcher::Error::InitialListFailed(e) => !matches!(e, kube::Error::Api(_)),
+        _ => false,
+    }
+}
+
+/// The wait before listing again after losing contact: 0.8 s, doubling up to 30 s (kube's
+/// own watch backoff), back to the start once an event arrives.
+#[derive(Debug, Default)]
+struct ContactBackoff(u32);
+
+impl ContactBackoff {
+    fn next_delay(&mut self) -> std::time::Duration {
+        let delay = std::time::Duration::from_millis(800) * 2u32.saturating_pow(self.0.min(6));
+        self.0 = self.0.saturating_add(1);
+        delay.min(std::time::Duration::from_secs(30))
+    }
+
+    fn reset(&mut self) {
+        self.0 = 0;
+    }
 }
 
 /// The key of an object, or `None` (with a warning) when it has no name.
@@ -284,6 +332,15 @@ mod tests {
 
     fn name_of(pod: &Pod) -> Option<Arc<String>> {
         pod.metadata.name.clone().map(Arc::new)
+    }
+
+    #[test]
+    fn contact_backoff_doubles_to_thirty_seconds_and_starts_over_after_a_reset() {
+        let mut backoff = ContactBackoff::default();
+        let delays: Vec<u128> = (0..8).map(|_| backoff.next_delay().as_millis()).collect();
+        assert_eq!(delays, [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]);
+        backoff.reset();
+        assert_eq!(backoff.next_delay().as_millis(), 800);
     }
 
     #[test]
