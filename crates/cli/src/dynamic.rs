@@ -437,7 +437,7 @@ pub(crate) async fn settle(
 ) -> Result<()> {
     let settled = server
         .wait_until_quiet(COUNTED, STEP_QUIET, SETTLE_DEADLINE, || {
-            readiness.is_ready() && activity.is_idle_within(STEP_QUIET)
+            readiness.is_synced() && activity.is_idle_within(STEP_QUIET)
         })
         .await;
     if !settled {

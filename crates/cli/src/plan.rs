@@ -219,7 +219,7 @@ pub async fn run_until_settled(
     };
     let settled = server
         .wait_until_quiet(WRITTEN, SETTLE, DEADLINE, || {
-            readiness.is_ready() && activity.is_idle_within(SETTLE)
+            readiness.is_synced() && activity.is_idle_within(SETTLE)
         })
         .await;
     token.cancel();

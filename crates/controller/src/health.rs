@@ -45,9 +45,9 @@ pub struct Readiness(Arc<ReadinessState>);
 #[derive(Debug, Default)]
 struct ReadinessState {
     synced: AtomicBool,
-    /// Kinds whose watch failed and has not delivered an event since, with when it last
-    /// failed.
-    failing: Mutex<BTreeMap<String, Instant>>,
+    /// Kinds whose watch failed and has not delivered an event since: how many times in a
+    /// row, and when it last failed.
+    failing: Mutex<BTreeMap<String, (u32, Instant)>>,
 }
 
 /// How long after its last failure a quiet watch counts as working again. A watch that
@@ -67,9 +67,18 @@ impl Readiness {
     }
 
     /// A watch of `kind` failed: not ready until it delivers an event or stays quiet for
-    /// [`WATCH_RECOVERY_QUIET`].
+    /// [`WATCH_RECOVERY_QUIET`]. (Waiting for a second failure would miss the common case of
+    /// a server that went away: the retry then often hangs on a dead connection instead of
+    /// failing.)
     pub fn watch_failed(&self, kind: &str) {
-        self.failing().insert(kind.to_owned(), Instant::now());
+        let now = Instant::now();
+        self.failing()
+            .entry(kind.to_owned())
+            .and_modify(|(times, last)| {
+                *times = times.saturating_add(1);
+                *last = now;
+            })
+            .or_insert((1, now));
     }
 
     /// A watch of `kind` delivered an event: it works.
@@ -80,18 +89,24 @@ impl Readiness {
         }
     }
 
+    /// Whether the informers synced, whatever their watches do since: what a caller waiting
+    /// for the controllers to have caught up needs (the watch health is `/readyz`'s concern).
+    pub fn is_synced(&self) -> bool {
+        self.0.synced.load(Ordering::Acquire)
+    }
+
     /// Whether `/readyz` answers 200.
     pub fn is_ready(&self) -> bool {
-        if !self.0.synced.load(Ordering::Acquire) {
+        if !self.is_synced() {
             return false;
         }
         let now = Instant::now();
         self.failing()
             .values()
-            .all(|failed| now.saturating_duration_since(*failed) >= WATCH_RECOVERY_QUIET)
+            .all(|(_, last)| now.saturating_duration_since(*last) >= WATCH_RECOVERY_QUIET)
     }
 
-    fn failing(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Instant>> {
+    fn failing(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (u32, Instant)>> {
         self.0
             .failing
             .lock()

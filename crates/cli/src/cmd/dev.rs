@@ -78,7 +78,7 @@ pub async fn run(args: DevArgs) -> Result<()> {
                 &["endpoints", "endpointslices"],
                 SETTLE,
                 std::time::Duration::from_secs(600),
-                || readiness.is_ready() && activity.is_idle_within(SETTLE),
+                || readiness.is_synced() && activity.is_idle_within(SETTLE),
             )
             .await;
         if !settled {

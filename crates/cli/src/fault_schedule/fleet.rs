@@ -229,7 +229,7 @@ impl Fleet {
             .map(|s| (s.readiness.clone(), s.activity.clone()));
         move || match &probe {
             Some((readiness, activity)) => {
-                readiness.is_ready() && activity.is_idle_within(Duration::from_millis(250))
+                readiness.is_synced() && activity.is_idle_within(Duration::from_millis(250))
             }
             None => true,
         }
