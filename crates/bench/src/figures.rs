@@ -95,6 +95,15 @@ pub struct Resources {
     pub memory_note: String,
 }
 
+/// The API server's CPU during the measured phase.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ServerCpu {
+    /// CPU seconds (user + system), when known.
+    pub cpu_seconds: Option<f64>,
+    /// Where the figure comes from.
+    pub note: String,
+}
+
 /// Everything a run reports.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
@@ -145,6 +154,8 @@ pub struct Report {
     pub hinted_endpoints: Option<(usize, usize)>,
     /// Controller CPU and memory.
     pub resources: Resources,
+    /// The API server's CPU.
+    pub api_server_cpu: ServerCpu,
     /// Why some Services did not match (first few).
     pub mismatches: Vec<String>,
 }
@@ -239,6 +250,14 @@ impl Report {
             format!("{} ({})", opt(res.cpu_seconds, "s"), res.cpu_note),
         ));
         rows.push(("process cpu".into(), opt(res.process_cpu_seconds, "s")));
+        rows.push((
+            "api server cpu".into(),
+            format!(
+                "{} ({})",
+                opt(self.api_server_cpu.cpu_seconds, "s"),
+                self.api_server_cpu.note
+            ),
+        ));
         let mib = |b: Option<u64>| {
             b.map_or("n/a".to_owned(), |b| {
                 format!("{:.1} MiB", b as f64 / 1048576.0)

@@ -17,27 +17,27 @@ pub mod converge;
 pub mod count;
 pub mod figures;
 pub mod load;
+pub mod measured;
 pub mod model;
 pub mod rng;
+pub mod server;
 
 use anyhow::{bail, Context, Result};
-use controller::health::Readiness;
 use converge::{lock, Shared};
 use count::{Counts, RequestCounter};
-use figures::{proc, ChangeLatency, Percentiles, Report, Resources};
+use figures::{proc, ChangeLatency, Percentiles, Report, Resources, ServerCpu};
 use load::{Load, LoadOptions, Progress};
+use measured::Started;
+use server::EmbeddedServer;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use tokio_util::sync::CancellationToken;
 
 /// Most pods a run may create at the start (`--services` x `--pods-per-service`).
 pub const MAX_PODS: usize = 200_000;
 /// Most changes of the measured phase.
 pub const MAX_CHURN: usize = 1_000_000;
-/// The prefix of the embedded controller's thread names, to count their CPU apart.
-const CONTROLLER_THREADS: &str = "ke-ctl";
 
 /// What the measured phase does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -52,6 +52,10 @@ pub enum Scenario {
     Scale,
     /// Nodes go NotReady (their pods unready) and back, or change zone; hints are on.
     Nodes,
+    /// N Services with M Ready pods are created with no controller running; the measured
+    /// phase starts the controller (a restart, an upgrade, a leader hand-over onto a cluster
+    /// whose Endpoints and slices are missing) and ends when it converged.
+    Cold,
 }
 
 impl Scenario {
@@ -63,6 +67,7 @@ impl Scenario {
             Self::Flap => "flap",
             Self::Scale => "scale",
             Self::Nodes => "nodes",
+            Self::Cold => "cold",
         }
     }
 }
@@ -72,8 +77,22 @@ impl Scenario {
 pub enum ControllerMode {
     /// Ours, in this process.
     Embedded,
+    /// Ours, started by the bench as a `kube-endpoints run` process of its own, so that its
+    /// CPU and memory are the controller's alone.
+    Process,
     /// One already watching the API server (ours in another process, or another).
     External,
+}
+
+impl ControllerMode {
+    /// The mode's name, as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Embedded => "embedded",
+            Self::Process => "process",
+            Self::External => "external",
+        }
+    }
 }
 
 /// Everything a run needs.
@@ -111,10 +130,14 @@ pub struct Options {
     pub controller_pid: Option<u32>,
     /// The external controller's metrics URL (`http://127.0.0.1:PORT/metrics`).
     pub controller_metrics: Option<String>,
-    /// The embedded controller's --kube-api-qps.
+    /// The embedded or process controller's --kube-api-qps.
     pub controller_qps: f32,
-    /// The embedded controller's --kube-api-burst.
+    /// The embedded or process controller's --kube-api-burst.
     pub controller_burst: u32,
+    /// The binary of `--controller process` (default: this one).
+    pub controller_program: Option<PathBuf>,
+    /// More flags for `--controller process`'s `run`.
+    pub controller_args: Vec<String>,
     /// Whether to remove the namespace afterwards (only with --kubeconfig).
     pub cleanup: bool,
     /// Whether to print a progress line every second.
@@ -149,8 +172,13 @@ impl Options {
         if self.timeout.is_zero() {
             bail!("--timeout must be positive");
         }
-        if self.controller == ControllerMode::Embedded && self.controller_pid.is_some() {
+        if self.controller != ControllerMode::External && self.controller_pid.is_some() {
             bail!("--controller-pid is for --controller external");
+        }
+        if self.controller != ControllerMode::Process
+            && (self.controller_program.is_some() || !self.controller_args.is_empty())
+        {
+            bail!("--controller-program and --controller-arg are for --controller process");
         }
         Ok(())
     }
@@ -159,7 +187,7 @@ impl Options {
     pub fn churn(&self) -> usize {
         let pods = self.services * self.pods_per_service;
         self.churn.unwrap_or(match self.scenario {
-            Scenario::Create => 0,
+            Scenario::Create | Scenario::Cold => 0,
             Scenario::Rolling => (self.pods_per_service / 4).max(1),
             Scenario::Flap => pods,
             Scenario::Scale => (2 * self.services).max(4),
@@ -177,77 +205,9 @@ struct Marks {
     generator_counts: Counts,
     controller_cpu: Option<f64>,
     process_cpu: Option<f64>,
+    server_cpu: Option<f64>,
     pod_writes: u64,
     setup: Duration,
-}
-
-/// The controller running in this process, on its own runtime and threads so that its CPU
-/// time can be told apart from the API server's and the load generator's.
-struct EmbeddedController {
-    readiness: Readiness,
-    shutdown: CancellationToken,
-    thread: std::thread::JoinHandle<Result<()>>,
-}
-
-impl EmbeddedController {
-    fn start(kubeconfig: &Path, options: &Options) -> Result<Self> {
-        let mut settings = controller::config::Settings::default();
-        settings.client.kubeconfig = Some(kubeconfig.to_owned());
-        settings.client.qps = options.controller_qps;
-        settings.client.burst = options.controller_burst;
-        settings.leader_election.enabled = false;
-        settings.validate()?;
-        let readiness = Readiness::new();
-        let shutdown = CancellationToken::new();
-        let (r, s) = (readiness.clone(), shutdown.clone());
-        let thread = std::thread::Builder::new()
-            .name(format!("{CONTROLLER_THREADS}-main"))
-            .spawn(move || -> Result<()> {
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .thread_name(format!("{CONTROLLER_THREADS}-worker"))
-                    .enable_all()
-                    .build()?;
-                runtime.block_on(async move {
-                    let client = controller::client::build_client(&settings.client).await?;
-                    let options = controller::Options {
-                        settings,
-                        endpoints: true,
-                        endpoint_slices: true,
-                        shadow: None,
-                        mirroring: true,
-                    };
-                    let registry = prometheus::Registry::new();
-                    controller::run(
-                        client,
-                        &options,
-                        &registry,
-                        r,
-                        controller::Activity::new(),
-                        s,
-                    )
-                    .await?;
-                    Ok(())
-                })
-            })
-            .context("starting the controller thread")?;
-        Ok(Self {
-            readiness,
-            shutdown,
-            thread,
-        })
-    }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        let join = tokio::task::spawn_blocking(move || self.thread.join());
-        match tokio::time::timeout(Duration::from_secs(15), join).await {
-            Ok(Ok(Ok(Ok(())))) => {}
-            Ok(Ok(Ok(Err(err)))) => tracing::warn!(%err, "embedded controller failed"),
-            Ok(_) => tracing::warn!("embedded controller thread panicked"),
-            Err(_) => tracing::warn!("embedded controller did not stop within 15s"),
-        }
-    }
 }
 
 /// The load generator's client: its own rate limit, and a counter of its requests.
@@ -272,40 +232,49 @@ async fn generator_client(
         .build())
 }
 
-/// Fetches a page over plain HTTP (the external controller's /metrics).
-async fn http_get(url: &str) -> Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let rest = url
-        .strip_prefix("http://")
-        .context("--controller-metrics must be an http:// URL")?;
-    let (host, path) = rest
-        .split_once('/')
-        .map_or((rest, "/".to_owned()), |(h, p)| (h, format!("/{p}")));
-    let mut stream = tokio::net::TcpStream::connect(host)
-        .await
-        .with_context(|| format!("connecting to {host}"))?;
-    stream
-        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
-        .await?;
-    let mut body = String::new();
-    stream.read_to_string(&mut body).await?;
-    Ok(body
-        .split_once("\r\n\r\n")
-        .map_or(body.clone(), |(_, b)| b.to_owned()))
-}
+/// The process /proc figures are taken from: this one for the embedded controller, the
+/// child for `process` (known once it started), `--controller-pid` for an external one.
+#[derive(Debug, Clone, Default)]
+struct Target(Arc<OnceLock<String>>);
 
-/// What /proc figures are taken from.
-fn proc_target(options: &Options) -> Option<String> {
-    match options.controller {
-        ControllerMode::Embedded => Some("self".to_owned()),
-        ControllerMode::External => options.controller_pid.map(|p| p.to_string()),
+impl Target {
+    fn new(options: &Options) -> Self {
+        let target = Self::default();
+        match options.controller {
+            ControllerMode::Embedded => target.set("self".to_owned()),
+            ControllerMode::External => {
+                if let Some(pid) = options.controller_pid {
+                    target.set(pid.to_string());
+                }
+            }
+            ControllerMode::Process => {}
+        }
+        target
+    }
+
+    fn set(&self, target: String) {
+        // Set once, when the controller starts; a second start would be a bug of the caller.
+        let _ = self.0.set(target);
+    }
+
+    fn get(&self) -> Option<&str> {
+        self.0.get().map(String::as_str)
     }
 }
 
-fn controller_cpu(options: &Options) -> Option<f64> {
+fn controller_cpu(options: &Options, target: &Target) -> Option<f64> {
     match options.controller {
-        ControllerMode::Embedded => proc::threads_cpu(CONTROLLER_THREADS),
-        ControllerMode::External => proc::process_cpu(&options.controller_pid?.to_string()),
+        ControllerMode::Embedded => proc::threads_cpu(measured::CONTROLLER_THREADS),
+        ControllerMode::Process | ControllerMode::External => proc::process_cpu(target.get()?),
+    }
+}
+
+/// The API server's CPU seconds so far: the embedded server's threads, or a real server's
+/// `process_cpu_seconds_total`.
+async fn server_cpu(server: Option<&EmbeddedServer>, client: &kube::Client) -> Option<f64> {
+    match server {
+        Some(_) => EmbeddedServer::cpu_seconds(),
+        None => server::remote_cpu_seconds(client).await,
     }
 }
 
@@ -316,21 +285,29 @@ pub async fn run(options: Options) -> Result<Report> {
     let deadline = tokio::time::Instant::now() + options.timeout;
     let churn = options.churn();
 
-    let (server, kubeconfig) = api_server(&options).await?;
+    let history_window = (options.services * options.pods_per_service * 4).max(10_000);
+    let (server, kubeconfig) = server::start(
+        options.kubeconfig.as_deref(),
+        options.write_kubeconfig.as_deref(),
+        history_window,
+    )
+    .await?;
     let counter = RequestCounter::default();
     let client = generator_client(&kubeconfig, options.qps, &counter).await?;
-    let controller = match options.controller {
-        ControllerMode::Embedded => Some(EmbeddedController::start(&kubeconfig, &options)?),
-        ControllerMode::External => None,
+    let target = Target::new(&options);
+    // A cold start begins with no controller; it is started in the measured phase.
+    let mut controller = if options.scenario == Scenario::Cold {
+        None
+    } else {
+        start_controller(&kubeconfig, &options, &target)?
     };
     let tracker = Shared::default();
     let progress = Arc::new(Progress::default());
     let peak_rss = Arc::new(AtomicU64::new(0));
-    let target = proc_target(&options);
     let server_counts = || {
         server
             .as_ref()
-            .map(|s| s.request_counts())
+            .map(|s| s.server().request_counts())
             .unwrap_or_default()
     };
 
@@ -348,8 +325,9 @@ pub async fn run(options: Options) -> Result<Report> {
         load_end: None,
         server_counts: server_counts(),
         generator_counts: counter.snapshot(),
-        controller_cpu: controller_cpu(&options),
-        process_cpu: target.as_deref().and_then(proc::process_cpu),
+        controller_cpu: controller_cpu(&options, &target),
+        process_cpu: target.get().and_then(proc::process_cpu),
+        server_cpu: None,
         pod_writes: 0,
         setup: Duration::ZERO,
     };
@@ -376,8 +354,9 @@ pub async fn run(options: Options) -> Result<Report> {
             &client,
             &tracker,
             &mut watches,
-            controller.as_ref().map(|c| &c.readiness),
-            server.as_ref().map(|h| h.server()),
+            &mut controller,
+            &target,
+            server.as_ref(),
             &counter,
             &kubeconfig,
             &mut marks,
@@ -405,19 +384,30 @@ pub async fn run(options: Options) -> Result<Report> {
     let generator = count::difference(&counter.snapshot(), &marks.generator_counts);
     let controller_requests = controller_requests(
         &options,
+        controller.as_ref(),
         server.is_some(),
         &server_counts(),
         &marks.server_counts,
         &generator,
     )
     .await;
-    if let Some(rss) = target
-        .as_deref()
-        .and_then(|t| proc::status_bytes(t, "VmRSS"))
-    {
+    if let Some(rss) = target.get().and_then(|t| proc::status_bytes(t, "VmRSS")) {
         peak_rss.fetch_max(rss, Ordering::Relaxed);
     }
-    let resources = resources(&options, &marks, target.as_deref(), &peak_rss);
+    let resources = resources(&options, &marks, &target, &peak_rss);
+    let api_server_cpu = ServerCpu {
+        cpu_seconds: server_cpu(server.as_ref(), &client)
+            .await
+            .zip(marks.server_cpu)
+            .map(|(now, then)| ((now - then).max(0.0) * 100.0).round() / 100.0),
+        note: match server {
+            Some(_) => "the embedded API server's threads (request handling, watches)".into(),
+            None if marks.server_cpu.is_some() => {
+                "process_cpu_seconds_total from the API server's /metrics".into()
+            }
+            None => "n/a: the API server's /metrics cannot be read with this kubeconfig".into(),
+        },
+    };
     let report = {
         let t = lock(&tracker);
         let latency = |samples: &[Duration], changes, superseded, unobserved| ChangeLatency {
@@ -433,10 +423,7 @@ pub async fn run(options: Options) -> Result<Report> {
             nodes: options.nodes,
             zones: options.zones,
             churn,
-            controller: match options.controller {
-                ControllerMode::Embedded => "embedded".into(),
-                ControllerMode::External => "external".into(),
-            },
+            controller: options.controller.name().into(),
             api_server: options
                 .kubeconfig
                 .as_ref()
@@ -474,6 +461,7 @@ pub async fn run(options: Options) -> Result<Report> {
             endpoints_writes: t.endpoints_writes,
             hinted_endpoints: (options.scenario == Scenario::Nodes).then(|| t.hints()),
             resources,
+            api_server_cpu,
             mismatches: t.mismatches(5),
         }
     };
@@ -498,9 +486,9 @@ pub async fn run(options: Options) -> Result<Report> {
             Err(_) => tracing::warn!("cleaning up the bench namespace took over 120s; left as is"),
         }
     }
-    if let Some(handle) = server {
-        if let Err(err) = handle.shutdown().await {
-            tracing::warn!(%err, "stopping the embedded API server");
+    if let Some(server) = server {
+        if let Err(err) = server.shutdown().await {
+            tracing::warn!(error = %format!("{err:#}"), "stopping the embedded API server");
         }
         if options.write_kubeconfig.is_none() {
             // Only our temporary file; a path the user asked for stays.
@@ -510,31 +498,17 @@ pub async fn run(options: Options) -> Result<Report> {
     Ok(report)
 }
 
-/// The embedded API server (unless `--kubeconfig` names another) and the kubeconfig to use.
-async fn api_server(options: &Options) -> Result<(Option<apiserver::ApiServerHandle>, PathBuf)> {
-    let history_window = (options.services * options.pods_per_service * 4).max(10_000);
-    Ok(match &options.kubeconfig {
-        Some(path) => (None, path.clone()),
-        None => {
-            let config = apiserver::Config {
-                history_window,
-                ..apiserver::Config::default()
-            };
-            let handle = apiserver::ApiServer::start(config)
-                .await
-                .context("starting the embedded API server")?;
-            let path = options.write_kubeconfig.clone().unwrap_or_else(|| {
-                std::env::temp_dir().join(format!(
-                    "kube-endpoints-bench-{}.kubeconfig",
-                    std::process::id()
-                ))
-            });
-            handle
-                .write_kubeconfig(&path)
-                .with_context(|| format!("writing {}", path.display()))?;
-            (Some(handle), path)
-        }
-    })
+/// Starts the controller the options name, and points the /proc figures at it.
+fn start_controller(
+    kubeconfig: &Path,
+    options: &Options,
+    target: &Target,
+) -> Result<Option<Started>> {
+    let started = Started::start(kubeconfig, options)?;
+    if let Some(pid) = started.as_ref().and_then(Started::pid) {
+        target.set(pid.to_string());
+    }
+    Ok(started)
 }
 
 /// Samples the target's RSS every second and, when asked, prints a progress line.
@@ -543,7 +517,7 @@ fn spawn_progress(
     tracker: &Shared,
     progress: &Arc<Progress>,
     peak_rss: &Arc<AtomicU64>,
-    target: Option<String>,
+    target: Target,
     print: bool,
 ) -> tokio::task::JoinHandle<()> {
     let (tracker, progress, peak_rss) = (tracker.clone(), progress.clone(), peak_rss.clone());
@@ -551,10 +525,7 @@ fn spawn_progress(
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
-            if let Some(rss) = target
-                .as_deref()
-                .and_then(|t| proc::status_bytes(t, "VmRSS"))
-            {
+            if let Some(rss) = target.get().and_then(|t| proc::status_bytes(t, "VmRSS")) {
                 peak_rss.fetch_max(rss, Ordering::Relaxed);
             }
             if print {
@@ -577,12 +548,17 @@ fn spawn_progress(
 /// load generator's, or from the controller's own `/metrics`.
 async fn controller_requests(
     options: &Options,
+    controller: Option<&Started>,
     has_server: bool,
     server_now: &Counts,
     server_then: &Counts,
     generator: &Counts,
 ) -> figures::Requests {
-    match (has_server, &options.controller_metrics) {
+    let metrics = match controller {
+        Some(Started::Process(c)) => Some(format!("{}/metrics", c.base_url)),
+        _ => options.controller_metrics.clone(),
+    };
+    match (has_server, &metrics) {
         (true, _) => {
             let server_delta = count::difference(server_now, server_then);
             let own = count::difference(&server_delta, generator);
@@ -591,9 +567,9 @@ async fn controller_requests(
                 &own,
             )
         }
-        (false, Some(url)) => match http_get(url)
+        (false, Some(url)) => match measured::http_get(url)
             .await
-            .map(|page| figures::scrape_requests(&page))
+            .map(|(_, page)| figures::scrape_requests(&page))
         {
             Ok(Some(by_method)) => figures::Requests {
                 source: format!(
@@ -620,36 +596,36 @@ async fn controller_requests(
 }
 
 /// The controller's CPU and memory over the run.
-fn resources(
-    options: &Options,
-    marks: &Marks,
-    target: Option<&str>,
-    peak_rss: &AtomicU64,
-) -> Resources {
+fn resources(options: &Options, marks: &Marks, target: &Target, peak_rss: &AtomicU64) -> Resources {
     let cpu_delta = |now: Option<f64>, then: Option<f64>| {
         now.zip(then)
             .map(|(n, t)| ((n - t).max(0.0) * 100.0).round() / 100.0)
     };
+    let pid = target.get();
     Resources {
-        cpu_seconds: cpu_delta(controller_cpu(options), marks.controller_cpu),
-        cpu_note: match (options.controller, options.controller_pid) {
+        cpu_seconds: cpu_delta(controller_cpu(options, target), marks.controller_cpu),
+        cpu_note: match (options.controller, pid) {
             (ControllerMode::Embedded, _) => {
                 "the embedded controller's threads (its client, informers, workers)".into()
             }
+            (ControllerMode::Process, Some(pid)) => format!("the controller process {pid}"),
             (ControllerMode::External, Some(pid)) => format!("process {pid}"),
-            (ControllerMode::External, None) => "n/a: pass --controller-pid".into(),
+            (_, None) => "n/a: pass --controller-pid".into(),
         },
-        process_cpu_seconds: cpu_delta(target.and_then(proc::process_cpu), marks.process_cpu),
+        process_cpu_seconds: cpu_delta(pid.and_then(proc::process_cpu), marks.process_cpu),
         peak_rss_bytes: Some(peak_rss.load(Ordering::Relaxed)).filter(|b| *b > 0),
-        vm_hwm_bytes: target.and_then(|t| proc::status_bytes(t, "VmHWM")),
-        memory_note: match options.controller {
-            ControllerMode::Embedded => {
+        vm_hwm_bytes: pid.and_then(|t| proc::status_bytes(t, "VmHWM")),
+        memory_note: match (options.controller, pid) {
+            (ControllerMode::Embedded, _) => {
                 "the whole bench process: embedded API server, load generator and controller".into()
             }
-            ControllerMode::External if options.controller_pid.is_some() => {
+            (ControllerMode::Process, Some(_)) => {
+                "the controller process alone; VmHWM covers its whole life".into()
+            }
+            (ControllerMode::External, Some(_)) => {
                 "the controller process; VmHWM covers its whole life".into()
             }
-            ControllerMode::External => "n/a: pass --controller-pid".into(),
+            (_, None) => "n/a: pass --controller-pid".into(),
         },
     }
 }
@@ -666,29 +642,18 @@ async fn drive(
     client: &kube::Client,
     tracker: &Shared,
     watches: &mut Vec<tokio::task::JoinHandle<()>>,
-    readiness: Option<&Readiness>,
-    server: Option<&apiserver::ApiServer>,
+    controller: &mut Option<Started>,
+    target: &Target,
+    server: Option<&EmbeddedServer>,
     counter: &RequestCounter,
     kubeconfig: &Path,
     marks: &mut Marks,
     started: Instant,
 ) -> Result<()> {
-    let progress = |phase: &str| tracing::debug!(phase, "bench phase");
-    progress("controller");
-    match (readiness, server) {
-        (Some(ready), _) => {
-            while !ready.is_ready() {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-        (None, Some(server)) => {
-            eprintln!(
-                "bench: waiting for an external controller; start it with --kubeconfig {}",
-                kubeconfig.display()
-            );
-            wait_for_external(server, counter).await;
-        }
-        (None, None) => {}
+    let cold = options.scenario == Scenario::Cold;
+    tracing::debug!(phase = "controller", "bench phase");
+    if !cold {
+        wait_for_controller(controller, server, counter, kubeconfig).await?;
     }
     load.create_namespace().await?;
     watches.extend(converge::spawn_watches(client, &options.namespace, tracker));
@@ -700,19 +665,26 @@ async fn drive(
         load.create_services(options.scenario == Scenario::Nodes)
             .await?;
         load.fill_services().await?;
-        load.set_phase("settle");
-        lock(tracker).set_load_done(Instant::now());
-        wait_converged(tracker).await;
+        if !cold {
+            load.set_phase("settle");
+            lock(tracker).set_load_done(Instant::now());
+            wait_converged(tracker).await;
+        }
     }
     *marks = Marks {
         start: Instant::now(),
         load_end: None,
         server_counts: server
-            .map(apiserver::ApiServer::request_counts)
+            .map(|s| s.server().request_counts())
             .unwrap_or_default(),
         generator_counts: counter.snapshot(),
-        controller_cpu: controller_cpu(options),
-        process_cpu: proc_target(options).as_deref().and_then(proc::process_cpu),
+        // A controller started in this phase has used nothing before it.
+        controller_cpu: controller_cpu(options, target).or(cold.then_some(0.0)),
+        process_cpu: target
+            .get()
+            .and_then(proc::process_cpu)
+            .or(cold.then_some(0.0)),
+        server_cpu: server_cpu(server, client).await,
         pod_writes: load.pod_writes(),
         setup: started.elapsed(),
     };
@@ -726,6 +698,24 @@ async fn drive(
         Scenario::Flap => load.flap(churn).await?,
         Scenario::Scale => load.scale(churn).await?,
         Scenario::Nodes => load.node_churn(churn).await?,
+        Scenario::Cold => {
+            load.set_phase("start");
+            *controller = start_controller(kubeconfig, options, target)?;
+            if controller.is_none() {
+                eprintln!(
+                    "bench: the workload is in place; start the controller now with --kubeconfig {}",
+                    kubeconfig.display()
+                );
+            }
+            // Convergence is timed from here, through the controller's start and first sync.
+            let done = Instant::now();
+            lock(tracker).set_load_done(done);
+            marks.load_end = Some(done);
+            load.set_phase("converge");
+            wait_for_controller(controller, server, counter, kubeconfig).await?;
+            wait_converged(tracker).await;
+            return Ok(());
+        }
     }
     let done = Instant::now();
     load.set_phase("converge");
@@ -733,6 +723,29 @@ async fn drive(
     lock(tracker).set_load_done(done);
     wait_converged(tracker).await;
     Ok(())
+}
+
+/// Waits until the controller is ready: ours by its readiness, an external one (with the
+/// embedded API server) by its watches. With another API server an external controller is
+/// taken to be running already.
+async fn wait_for_controller(
+    controller: &mut Option<Started>,
+    server: Option<&EmbeddedServer>,
+    counter: &RequestCounter,
+    kubeconfig: &Path,
+) -> Result<()> {
+    match (controller, server) {
+        (Some(c), _) => c.wait_ready().await,
+        (None, Some(server)) => {
+            eprintln!(
+                "bench: waiting for an external controller; start it with --kubeconfig {}",
+                kubeconfig.display()
+            );
+            wait_for_external(server.server(), counter).await;
+            Ok(())
+        }
+        (None, None) => Ok(()),
+    }
 }
 
 /// Waits until every Service matches and stays so for a moment (a late write could undo it).

@@ -21,7 +21,9 @@ pub struct BenchArgs {
     pub kubeconfig: Option<PathBuf>,
     /// What to measure: create (N Services x M pods from empty), rolling (replace every pod in
     /// batches), flap (readiness flips of random pods), scale (Services scaled up and down),
-    /// nodes (node readiness and zone changes, topology hints on).
+    /// nodes (node readiness and zone changes, topology hints on), cold (the workload is
+    /// created with no controller running, then the controller is started: time to converge,
+    /// CPU, memory and requests of a start on an existing cluster).
     #[arg(long, value_enum)]
     pub scenario: Scenario,
     /// Number of Services.
@@ -43,8 +45,9 @@ pub struct BenchArgs {
     /// Seed of the random picks (same seed, same run).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Which controller is measured: ours in this process, or one already watching the API
-    /// server.
+    /// Which controller is measured: ours in this process (embedded), ours as a `run` process
+    /// of its own that the bench starts and stops (process: CPU and memory are the
+    /// controller's alone), or one already watching the API server (external).
     #[arg(long, value_enum, default_value = "embedded")]
     pub controller: ControllerMode,
     /// PID of the external controller, for its CPU seconds and peak RSS.
@@ -60,12 +63,22 @@ pub struct BenchArgs {
     /// Load generator writes in flight at once.
     #[arg(long, default_value_t = 16)]
     pub concurrency: usize,
-    /// The embedded controller's --kube-api-qps (kube-controller-manager's default).
+    /// The embedded or process controller's --kube-api-qps (kube-controller-manager's
+    /// default).
     #[arg(long, default_value_t = 20.0)]
     pub kube_api_qps: f32,
-    /// The embedded controller's --kube-api-burst (kube-controller-manager's default).
+    /// The embedded or process controller's --kube-api-burst (kube-controller-manager's
+    /// default).
     #[arg(long, default_value_t = 30)]
     pub kube_api_burst: u32,
+    /// With --controller process: the kube-endpoints binary to run (default: this one), e.g.
+    /// an older build to compare against.
+    #[arg(long)]
+    pub controller_program: Option<PathBuf>,
+    /// With --controller process: one more flag for its `run` (repeatable), e.g.
+    /// --controller-arg=--concurrent-service-endpoint-syncs=10.
+    #[arg(long = "controller-arg", allow_hyphen_values = true)]
+    pub controller_args: Vec<String>,
     /// Longest run; on expiry the figures so far are printed and the exit code is non-zero.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub timeout: Duration,
@@ -116,6 +129,8 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         controller_metrics: args.controller_metrics,
         controller_qps: args.kube_api_qps,
         controller_burst: args.kube_api_burst,
+        controller_program: args.controller_program,
+        controller_args: args.controller_args,
         cleanup: !args.keep,
         progress: !args.quiet,
     };

@@ -1,0 +1,240 @@
+//! The controller a run measures, when the bench starts it: ours in this process (on threads
+//! of its own), or ours as a separate `kube-endpoints run` process, whose CPU and memory are
+//! then the controller's alone, as an operator would see them.
+
+use anyhow::{bail, Context, Result};
+use controller::health::Readiness;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+use crate::{ControllerMode, Options};
+
+/// The prefix of the embedded controller's thread names, to count their CPU apart.
+pub const CONTROLLER_THREADS: &str = "ke-ctl";
+
+/// A controller the bench started.
+pub enum Started {
+    /// In this process.
+    Embedded(EmbeddedController),
+    /// A child process.
+    Process(ProcessController),
+}
+
+impl Started {
+    /// Starts the controller `options.controller` names (`None` for an external one).
+    pub fn start(kubeconfig: &Path, options: &Options) -> Result<Option<Self>> {
+        Ok(match options.controller {
+            ControllerMode::Embedded => Some(Self::Embedded(EmbeddedController::start(
+                kubeconfig, options,
+            )?)),
+            ControllerMode::Process => Some(Self::Process(ProcessController::start(
+                kubeconfig, options,
+            )?)),
+            ControllerMode::External => None,
+        })
+    }
+
+    /// Waits until the controller's informers have synced; an error when the process ended.
+    pub async fn wait_ready(&mut self) -> Result<()> {
+        match self {
+            Self::Embedded(c) => {
+                while !c.readiness.is_ready() {
+                    if c.thread.is_finished() {
+                        bail!("the embedded controller stopped before it was ready");
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Ok(())
+            }
+            Self::Process(c) => c.wait_ready().await,
+        }
+    }
+
+    /// The child's process id, for /proc figures.
+    pub fn pid(&self) -> Option<u32> {
+        match self {
+            Self::Embedded(_) => None,
+            Self::Process(c) => Some(c.child.id()),
+        }
+    }
+
+    /// Stops the controller.
+    pub async fn stop(self) {
+        match self {
+            Self::Embedded(c) => c.stop().await,
+            Self::Process(c) => c.stop().await,
+        }
+    }
+}
+
+/// Our controllers in this process, on their own Tokio runtime and threads so their CPU time
+/// can be counted apart.
+pub struct EmbeddedController {
+    readiness: Readiness,
+    shutdown: CancellationToken,
+    thread: std::thread::JoinHandle<Result<()>>,
+}
+
+impl EmbeddedController {
+    fn start(kubeconfig: &Path, options: &Options) -> Result<Self> {
+        let mut settings = controller::config::Settings::default();
+        settings.client.kubeconfig = Some(kubeconfig.to_owned());
+        settings.client.qps = options.controller_qps;
+        settings.client.burst = options.controller_burst;
+        settings.leader_election.enabled = false;
+        settings.validate()?;
+        let readiness = Readiness::new();
+        let shutdown = CancellationToken::new();
+        let (r, s) = (readiness.clone(), shutdown.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("{CONTROLLER_THREADS}-main"))
+            .spawn(move || -> Result<()> {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name(format!("{CONTROLLER_THREADS}-worker"))
+                    .enable_all()
+                    .build()?;
+                runtime.block_on(async move {
+                    let client = controller::client::build_client(&settings.client).await?;
+                    let options = controller::Options {
+                        settings,
+                        endpoints: true,
+                        endpoint_slices: true,
+                        shadow: None,
+                        mirroring: true,
+                    };
+                    let registry = prometheus::Registry::new();
+                    controller::run(
+                        client,
+                        &options,
+                        &registry,
+                        r,
+                        controller::Activity::new(),
+                        s,
+                    )
+                    .await?;
+                    Ok(())
+                })
+            })
+            .context("starting the controller thread")?;
+        Ok(Self {
+            readiness,
+            shutdown,
+            thread,
+        })
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        let join = tokio::task::spawn_blocking(move || self.thread.join());
+        match tokio::time::timeout(Duration::from_secs(15), join).await {
+            Ok(Ok(Ok(Ok(())))) => {}
+            Ok(Ok(Ok(Err(err)))) => tracing::warn!(%err, "embedded controller failed"),
+            Ok(_) => tracing::warn!("embedded controller thread panicked"),
+            Err(_) => tracing::warn!("embedded controller did not stop within 15s"),
+        }
+    }
+}
+
+/// `kube-endpoints run` as a child process: leader election off, plain HTTP health and
+/// metrics on a free loopback port, its log in a file beside the kubeconfig.
+pub struct ProcessController {
+    child: Child,
+    /// `http://127.0.0.1:PORT`, where its /readyz and /metrics are served.
+    pub base_url: String,
+    log: PathBuf,
+}
+
+impl ProcessController {
+    fn start(kubeconfig: &Path, options: &Options) -> Result<Self> {
+        let program = match &options.controller_program {
+            Some(path) => path.clone(),
+            None => std::env::current_exe().context("finding the kube-endpoints binary")?,
+        };
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .context("finding a free port for the controller's /metrics")?
+            .port();
+        let log = kubeconfig.with_extension(format!("controller-{port}.log"));
+        let log_file = std::fs::File::create(&log)
+            .with_context(|| format!("creating the controller's log {}", log.display()))?;
+        let mut command = Command::new(&program);
+        command
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--leader-elect=false")
+            .arg("--secure-port=0")
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--port={port}"))
+            .arg(format!("--kube-api-qps={}", options.controller_qps))
+            .arg(format!("--kube-api-burst={}", options.controller_burst))
+            .args(&options.controller_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file);
+        let child = command
+            .spawn()
+            .with_context(|| format!("starting {} run", program.display()))?;
+        Ok(Self {
+            child,
+            base_url: format!("http://127.0.0.1:{port}"),
+            log,
+        })
+    }
+
+    async fn wait_ready(&mut self) -> Result<()> {
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                let tail = std::fs::read_to_string(&self.log).unwrap_or_default();
+                let tail: Vec<&str> = tail.lines().rev().take(5).collect();
+                bail!(
+                    "the controller process exited ({status}) before it was ready; its log ({}) ends: {}",
+                    self.log.display(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+                );
+            }
+            if let Ok((200, _)) = http_get(&format!("{}/readyz", self.base_url)).await {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Err(err) = self.child.kill() {
+            tracing::warn!(%err, "stopping the controller process");
+        }
+        let _ = tokio::task::spawn_blocking(move || self.child.wait()).await;
+    }
+}
+
+/// GETs a page over plain HTTP (a controller's /metrics or /readyz): status and body.
+pub async fn http_get(url: &str) -> Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url
+        .strip_prefix("http://")
+        .with_context(|| format!("{url} is not an http:// URL"))?;
+    let (host, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_owned()), |(h, p)| (h, format!("/{p}")));
+    let mut stream = tokio::net::TcpStream::connect(host)
+        .await
+        .with_context(|| format!("connecting to {host}"))?;
+    stream
+        .write_all(format!("GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+        .await?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await?;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or((response.as_str(), ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .with_context(|| format!("{url} answered without a status line"))?;
+    Ok((status, body.to_owned()))
+}
