@@ -200,3 +200,46 @@ fn the_table_names_every_figure() {
         assert!(table.contains(row), "missing {row:?} in\n{table}");
     }
 }
+
+#[test]
+fn cold_start_of_the_controller_as_its_own_process_writes_each_object_once() {
+    let out = bench(&[
+        "--scenario",
+        "cold",
+        "--controller",
+        "process",
+        "--services",
+        "4",
+        "--pods-per-service",
+        "3",
+    ]);
+    let r = assert_converged(&out);
+    assert_eq!(r["controller"], "process");
+    assert!(r["convergence_seconds"].as_f64().is_some());
+    // The workload was written before the controller started: the measured phase has no pod
+    // writes, and the controller creates one Endpoints and one slice per Service.
+    assert_eq!(r["pod_writes"], 0);
+    let requests = &r["controller_requests"]["by_verb_resource"];
+    assert_eq!(requests["create endpoints"], 4, "{r:#}");
+    assert_eq!(requests["create endpointslices"], 4, "{r:#}");
+    assert!(requests["update endpointslices"].is_null(), "{r:#}");
+    assert_eq!(requests["list pods"], 1, "{r:#}");
+    // CPU and memory are the child process's.
+    assert!(r["resources"]["cpu_note"]
+        .as_str()
+        .unwrap()
+        .starts_with("the controller process"));
+    assert!(r["resources"]["vm_hwm_bytes"].as_u64().unwrap() > 0);
+    assert!(r["api_server_cpu"]["cpu_seconds"].as_f64().is_some());
+}
+
+#[test]
+fn process_only_flags_are_refused_for_the_embedded_controller() {
+    let out = bench(&[
+        "--scenario",
+        "create",
+        "--controller-arg=--concurrent-service-endpoint-syncs=2",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--controller process"));
+}
