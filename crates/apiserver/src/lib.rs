@@ -138,6 +138,10 @@ pub struct Config {
     /// How TokenReviews and SubjectAccessReviews are answered (by default: no token is
     /// known and nothing is allowed).
     pub reviews: Reviews,
+    /// Whether watches may ask for `sendInitialEvents` (streaming lists), as with
+    /// kube-apiserver's WatchList feature gate: on by default, as in v1.34 and later; off, such
+    /// a watch gets the 422 a v1.33 server gives, so clients' fallback can be tested.
+    pub watch_list: bool,
 }
 
 impl Default for Config {
@@ -150,6 +154,7 @@ impl Default for Config {
             fixed_time: None,
             record_requests: false,
             reviews: Reviews::default(),
+            watch_list: true,
         }
     }
 }
@@ -336,6 +341,14 @@ impl ApiServer {
     /// The resourceVersion of the latest write.
     pub fn resource_version(&self) -> u64 {
         self.shared.read(|c| c.store.resource_version())
+    }
+
+    /// Turns streaming lists (`sendInitialEvents`) on or off for watches from now on, as
+    /// [`Config::watch_list`] does at start.
+    pub fn set_watch_list(&self, enabled: bool) {
+        self.shared
+            .watch_list
+            .store(enabled, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Forgets the watch history, so a watch resuming from any earlier resourceVersion gets a

@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     pub counts: Mutex<BTreeMap<(String, String), u64>>,
     pub requests: RequestLog,
     pub bookmark_interval: Duration,
+    /// Whether watches may ask for `sendInitialEvents`.
+    pub watch_list: std::sync::atomic::AtomicBool,
     reviews: RwLock<Arc<Reviews>>,
 }
 
@@ -53,6 +55,7 @@ impl Shared {
             counts: Mutex::new(BTreeMap::new()),
             requests: RequestLog::new(config.record_requests),
             bookmark_interval: config.bookmark_interval,
+            watch_list: std::sync::atomic::AtomicBool::new(config.watch_list),
             reviews: RwLock::new(Arc::new(config.reviews.clone())),
         }
     }

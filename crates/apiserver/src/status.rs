@@ -186,6 +186,36 @@ impl ApiError {
         .with_details(d)
     }
 
+    /// 422 for list or watch options that do not go together, with one `(field, reason,
+    /// message)` per error, worded as kube-apiserver's ListOptions validation.
+    pub fn invalid_list_options(errors: &[(&str, &str, String)]) -> Self {
+        let summary: Vec<String> = errors
+            .iter()
+            .map(|(field, reason, message)| format!("{field}: {reason}: {message}"))
+            .collect();
+        let causes: Vec<Value> = errors
+            .iter()
+            .map(|(field, reason, message)| {
+                let cause = match *reason {
+                    "Forbidden" => "FieldValueForbidden",
+                    "Unsupported value" => "FieldValueNotSupported",
+                    _ => "FieldValueInvalid",
+                };
+                json!({"reason": cause, "message": format!("{reason}: {message}"), "field": field})
+            })
+            .collect();
+        let summary = match summary.as_slice() {
+            [one] => one.clone(),
+            many => format!("[{}]", many.join(", ")),
+        };
+        Self::new(
+            422,
+            "Invalid",
+            format!("ListOptions.meta.k8s.io \"\" is invalid: {summary}"),
+        )
+        .with_details(json!({"group": "meta.k8s.io", "kind": "ListOptions", "causes": causes}))
+    }
+
     /// 504 for a list or watch from a resourceVersion the server has not reached, shaped like
     /// kube-apiserver's watch cache answer (reason `Timeout`, cause `ResourceVersionTooLarge`).
     pub fn too_large_resource_version(requested: u64, current: u64) -> Self {

@@ -320,3 +320,96 @@ async fn injected_faults_answer_with_the_chosen_status() {
     assert_eq!(counts[&("create".to_owned(), "pods".to_owned())], 2);
     assert_eq!(counts[&("patch".to_owned(), "pods/status".to_owned())], 1);
 }
+
+#[tokio::test]
+async fn a_streaming_list_sends_the_objects_then_a_bookmark_that_ends_them() {
+    let (_server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    for name in ["a", "b"] {
+        pods.create(&PostParams::default(), &pod(name))
+            .await
+            .unwrap();
+    }
+    let params = WatchParams {
+        send_initial_events: true,
+        bookmarks: true,
+        ..WatchParams::default()
+    };
+    let mut events = pods.watch(&params, "0").await.unwrap().boxed();
+    let mut added = Vec::new();
+    let end = loop {
+        match within("initial events", events.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            WatchEvent::Added(p) => added.push(p.metadata.name.unwrap()),
+            WatchEvent::Bookmark(b) => break b,
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert_eq!(added, ["a", "b"]);
+    assert_eq!(
+        end.metadata
+            .annotations
+            .get("k8s.io/initial-events-end")
+            .map(String::as_str),
+        Some("true")
+    );
+    pods.create(&PostParams::default(), &pod("c"))
+        .await
+        .unwrap();
+    match within("a later change", events.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+    {
+        WatchEvent::Added(p) => assert_eq!(p.metadata.name.as_deref(), Some("c")),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn streaming_list_options_are_checked_as_kube_apiserver_checks_them() {
+    let (server, client) = start();
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    // sendInitialEvents needs resourceVersionMatch=NotOlderThan, and the match needs it.
+    let (code, body) = support::send(
+        &server,
+        "GET",
+        "/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true",
+        "application/json",
+        "",
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["details"]["causes"][0]["field"],
+        "resourceVersionMatch"
+    );
+    let (code, body) = support::send(
+        &server,
+        "GET",
+        "/api/v1/namespaces/default/pods?watch=true&resourceVersionMatch=NotOlderThan",
+        "application/json",
+        "",
+    )
+    .await;
+    assert_eq!(code, 422, "{body}");
+    assert!(body["message"].as_str().unwrap().contains(
+        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+    ));
+    // Without the WatchList feature (v1.33) the same well-formed request is refused.
+    server.set_watch_list(false);
+    let params = WatchParams {
+        send_initial_events: true,
+        bookmarks: true,
+        ..WatchParams::default()
+    };
+    let status = api_status(pods.watch(&params, "0").await.err().unwrap());
+    assert_eq!(status.code, 422);
+    assert!(
+        status.message.contains("WatchList feature gate"),
+        "{status:?}"
+    );
+}

@@ -2,7 +2,10 @@
 //!
 //! A watch starts from a resourceVersion. Without one (or with "0") it first sends the current
 //! objects as ADDED; with one it replays every later change, or answers with an ERROR event
-//! holding a 410 Expired Status when the history no longer reaches back that far. It then
+//! holding a 410 Expired Status when the history no longer reaches back that far. A streaming
+//! list (`sendInitialEvents=true` with `resourceVersionMatch=NotOlderThan`, kube-apiserver's
+//! WatchList) sends the current objects as ADDED whatever the resourceVersion, then a BOOKMARK
+//! annotated `k8s.io/initial-events-end`, so a client gets a list without a list request. It then
 //! follows new writes until the client goes away, `timeoutSeconds` passes, the server stops, or
 //! a fault closes it. Bookmarks carry the latest resourceVersion when the client asks for them.
 
@@ -124,6 +127,33 @@ pub(crate) fn watch(
         },
     };
     let bookmarks = flag(params, "allowWatchBookmarks");
+    let send_initial_events = match params.get("sendInitialEvents").map(String::as_str) {
+        None => None,
+        Some("true" | "1") => Some(true),
+        Some("false" | "0") => Some(false),
+        Some(other) => {
+            return ApiError::bad_request(format!("invalid sendInitialEvents {other:?}"))
+                .into_response()
+        }
+    };
+    let errors = watch_list_errors(
+        shared.watch_list.load(std::sync::atomic::Ordering::Relaxed),
+        send_initial_events,
+        params.get("resourceVersionMatch").map(String::as_str),
+    );
+    if !errors.is_empty() {
+        return ApiError::invalid_list_options(&errors).into_response();
+    }
+    let start = match (send_initial_events, from) {
+        (Some(true), _) => Start::Snapshot {
+            end_bookmark: bookmarks,
+        },
+        (Some(false), None) => Start::Now,
+        (_, Some(rv)) => Start::After(rv),
+        (None, None) => Start::Snapshot {
+            end_bookmark: false,
+        },
+    };
     let label = target.label();
     let filter = Filter {
         target,
@@ -150,7 +180,7 @@ pub(crate) fn watch(
             let _sent = tx.send(expired_event(&error)).await;
             return;
         }
-        run(shared, filter, from, timeout, bookmarks, tx).await;
+        run(shared, filter, start, timeout, bookmarks, tx).await;
     });
     let stream =
         futures::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|b| b.map(Ok::<_, Infallible>)));
@@ -160,6 +190,65 @@ pub(crate) fn watch(
         Body::from_stream(stream),
     )
         .into_response()
+}
+
+/// What a watch sends before it follows new changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Start {
+    /// The changes after this resourceVersion.
+    After(u64),
+    /// The current objects as ADDED, then (for a streaming list) the bookmark that ends them.
+    Snapshot { end_bookmark: bool },
+    /// Nothing: only changes from now on.
+    Now,
+}
+
+/// kube-apiserver's checks of a watch's `sendInitialEvents` and `resourceVersionMatch`, as
+/// `(field, error type, message)`.
+fn watch_list_errors(
+    enabled: bool,
+    send_initial_events: Option<bool>,
+    version_match: Option<&str>,
+) -> Vec<(&'static str, &'static str, String)> {
+    const NOT_OLDER_THAN: &str = "NotOlderThan";
+    let mut errors = Vec::new();
+    let version_match = version_match.filter(|m| !m.is_empty());
+    if send_initial_events.is_some() {
+        if version_match != Some(NOT_OLDER_THAN) {
+            errors.push((
+                "resourceVersionMatch",
+                "Forbidden",
+                format!(
+                    "sendInitialEvents requires setting resourceVersionMatch to {NOT_OLDER_THAN}"
+                ),
+            ));
+        }
+        if !enabled {
+            errors.push((
+                "sendInitialEvents",
+                "Forbidden",
+                "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled".to_owned(),
+            ));
+        }
+    }
+    if let Some(m) = version_match {
+        if send_initial_events.is_none() {
+            errors.push((
+                "resourceVersionMatch",
+                "Forbidden",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+                    .to_owned(),
+            ));
+        }
+        if m != NOT_OLDER_THAN {
+            errors.push((
+                "resourceVersionMatch",
+                "Unsupported value",
+                format!("\"{m}\": supported values: \"{NOT_OLDER_THAN}\""),
+            ));
+        }
+    }
+    errors
 }
 
 /// Why a watch loop ended early.
@@ -189,7 +278,7 @@ impl Sender {
 async fn run(
     shared: Arc<Shared>,
     filter: Filter,
-    from: Option<u64>,
+    start: Start,
     timeout: Option<Duration>,
     bookmarks: bool,
     tx: mpsc::Sender<Bytes>,
@@ -208,12 +297,26 @@ async fn run(
     let mut bookmark_timer = tokio::time::interval(shared.bookmark_interval);
     bookmark_timer.tick().await;
 
-    let mut last = match from {
-        Some(rv) => rv,
-        None => {
+    let mut last = match start {
+        Start::After(rv) => rv,
+        Start::Now => shared.read(|c| c.store.resource_version()),
+        Start::Snapshot { end_bookmark } => {
             let (items, rv) = select(&shared, &filter.target, &filter.selection);
             for item in &items {
                 if out.send(filter.encode("ADDED", item)).await.is_err() {
+                    return;
+                }
+            }
+            if end_bookmark {
+                let bookmark = json!({
+                    "kind": filter.target.resource.kind,
+                    "apiVersion": filter.target.resource.api_version(),
+                    "metadata": {
+                        "resourceVersion": rv.to_string(),
+                        "annotations": {"k8s.io/initial-events-end": "true"},
+                    },
+                });
+                if out.send(encode("BOOKMARK", &bookmark)).await.is_err() {
                     return;
                 }
             }
