@@ -9,7 +9,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use reconcile::keys::ServiceKey;
-use reconcile::projection::{NodeInfo, PodInfo, ServiceInfo};
+use reconcile::projection::{LabelSet, NodeInfo, PodInfo, ServiceInfo};
 use reconcile::selector::selector_matches;
 use std::sync::Arc;
 
@@ -55,11 +55,7 @@ impl Stores {
     }
 
     /// The services of the pod's namespace whose selector matches these labels.
-    pub fn services_matching(
-        &self,
-        namespace: &str,
-        labels: &std::collections::BTreeMap<String, String>,
-    ) -> Vec<ServiceKey> {
+    pub fn services_matching(&self, namespace: &str, labels: &LabelSet) -> Vec<ServiceKey> {
         self.labels
             .service_candidates(namespace, labels)
             .iter()
@@ -142,7 +138,13 @@ impl Informers {
     /// Informers over all namespaces. Objects are projected to the compact views of
     /// `reconcile::projection`; slices and Endpoints are kept whole (they are ours).
     pub fn new(client: &Client) -> Self {
-        let cfg = watcher::Config::default;
+        // The first state comes as a streaming list (a watch with `sendInitialEvents`, what
+        // kube-apiserver calls WatchList, on by default since v1.34): served from the watch
+        // cache, and decoded one object at a time instead of a page of 500 at once. A server
+        // that refuses it (v1.33) gets a list instead (see `Informer::run`), asked for at any
+        // resourceVersion (`resourceVersion=0`) as client-go's reflector does, so that it too
+        // is answered from the watch cache rather than by a quorum read of etcd.
+        let cfg = || watcher::Config::default().any_semantic().streaming_lists();
         let tap = ManagedFieldsTap::new(k8s_openapi::jiff::Timestamp::now());
         let pods = Informer::new(Api::<Pod>::all(client.clone()), cfg(), |p: &Pod| {
             PodInfo::from_pod(p).map(Arc::new)

@@ -169,3 +169,35 @@ async fn objects_deleted_while_the_watch_was_down_are_deleted_after_the_relist()
     assert_eq!(store.keys(), [ObjectKey::new("default", "a")]);
     running.stop().await;
 }
+
+#[tokio::test]
+async fn informer_reads_the_first_state_through_a_streaming_list_and_lists_where_it_is_refused() {
+    for watch_list in [true, false] {
+        let server = ApiServer::new(Config {
+            watch_list,
+            record_requests: true,
+            ..Config::default()
+        });
+        let client = Client::new(server.service(), "default");
+        let pods: Api<Pod> = Api::default_namespaced(client.clone());
+        pods.create(&PostParams::default(), &pod("a", "web"))
+            .await
+            .unwrap();
+        let config = watcher::Config::default().any_semantic().streaming_lists();
+        let (mut running, store) = run(client, config).await;
+        assert_eq!(running.next().await, "add a", "watch_list {watch_list}");
+        assert_eq!(store.keys(), [ObjectKey::new("default", "a")]);
+        pods.create(&PostParams::default(), &pod("b", "web"))
+            .await
+            .unwrap();
+        assert_eq!(running.next().await, "add b", "watch_list {watch_list}");
+        running.stop().await;
+        let lists = server
+            .request_log()
+            .iter()
+            .filter(|r| r.verb == "list" && r.resource == "pods")
+            .count();
+        // Served a streaming list, the informer never lists; refused, it lists once.
+        assert_eq!(lists, usize::from(!watch_list), "watch_list {watch_list}");
+    }
+}

@@ -19,11 +19,12 @@ use std::future::Future;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use kube::runtime::watcher::InitialListStrategy;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::watch;
-use tracing::{debug, warn};
+use tracing::{debug, info, warn};
 
 pub use relist::{Applier, Change};
 pub use store::{Index, IndexFn, ObjectKey, Store};
@@ -145,8 +146,11 @@ where
     /// fresh list (see [`needs_relist`]).
     pub async fn run(self, handler: impl Handler<P>, shutdown: impl Future<Output = ()>) {
         let kind = K::kind(&K::DynamicType::default()).into_owned();
-        let start = || Box::pin(watcher(self.api.clone(), self.config.clone()).default_backoff());
-        let mut events = start();
+        let mut config = self.config.clone();
+        let start = |config: &watcher::Config| {
+            Box::pin(watcher(self.api.clone(), config.clone()).default_backoff())
+        };
+        let mut events = start(&config);
         let mut shutdown = std::pin::pin!(shutdown);
         let mut applier = Applier::new(self.store.clone());
         let mut newest = NewestSeen::default();
@@ -168,7 +172,7 @@ where
                         if let Some(health) = &self.health {
                             health.relisted_after_reset(&kind);
                         }
-                        events = start();
+                        events = start(&config);
                         continue;
                     }
                     let Some(change) = project_event(event, &*self.project, &kind) else {
@@ -187,7 +191,17 @@ where
                     warn!(kind, %error, "the server has not reached the last resourceVersion seen (restarted with fresh state?); re-listing");
                     // A new watcher starts with a list; the applier diffs it against the store
                     // and reports what vanished as deletes.
-                    events = start();
+                    events = start(&config);
+                }
+                Some(Err(error))
+                    if config.initial_list_strategy == InitialListStrategy::StreamingList
+                        && streaming_refused(&error) =>
+                {
+                    // An API server without WatchList (v1.33, or older) refuses the watch's
+                    // options; list instead, as client-go falls back, from now on.
+                    info!(kind, %error, "the API server does not serve streaming lists; listing instead");
+                    config.initial_list_strategy = InitialListStrategy::ListWatch;
+                    events = start(&config);
                 }
                 Some(Err(error)) if lost_contact(&error) => {
                     if let Some(health) = &self.health {
@@ -205,7 +219,7 @@ where
                         () = &mut shutdown => break,
                         () = tokio::time::sleep(delay) => {}
                     }
-                    events = start();
+                    events = start(&config);
                 }
                 Some(Err(error)) => {
                     if let Some(health) = &self.health {
@@ -239,6 +253,18 @@ fn needs_relist(error: &watcher::Error) -> bool {
             .iter()
             .any(|c| c.reason == "ResourceVersionTooLarge")
     })
+}
+
+/// Whether the server refused a watch's streaming-list options: kube-apiserver without the
+/// WatchList feature answers 422 Invalid naming `sendInitialEvents` or
+/// `resourceVersionMatch`; some older servers a 400.
+fn streaming_refused(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::WatchStartFailed(kube::Error::Api(status)) => {
+            status.code == 422 || status.code == 400
+        }
+        _ => false,
+    }
 }
 
 /// Whether a watch error says the server could not be reached or the connection broke, as
