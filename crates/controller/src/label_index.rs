@@ -8,7 +8,7 @@
 
 use crate::informer::store::ObjectKey;
 use crate::informer::Handler;
-use reconcile::projection::{PodInfo, ServiceInfo};
+use reconcile::projection::{LabelSet, PodInfo, ServiceInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
@@ -41,18 +41,23 @@ impl PairIndex {
 
 fn pairs<'a>(
     namespace: &'a str,
-    labels: &'a BTreeMap<String, String>,
+    labels: impl Iterator<Item = (&'a str, &'a str)> + 'a,
 ) -> impl Iterator<Item = Pair> + 'a {
-    labels
-        .iter()
-        .map(move |(k, v)| (namespace.to_owned(), k.clone(), v.clone()))
+    labels.map(move |(k, v)| (namespace.to_owned(), k.to_owned(), v.to_owned()))
+}
+
+fn map_pairs<'a>(
+    namespace: &'a str,
+    map: &'a BTreeMap<String, String>,
+) -> impl Iterator<Item = Pair> + 'a {
+    pairs(namespace, map.iter().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
 fn selector_pairs(service: &ServiceInfo) -> impl Iterator<Item = Pair> + '_ {
     service
         .selector
         .iter()
-        .flat_map(move |s| pairs(&service.namespace, s))
+        .flat_map(move |s| map_pairs(&service.namespace, s))
 }
 
 /// Pods by label pair and Services by selector pair. Cheap to clone; clones share.
@@ -81,7 +86,7 @@ impl LabelIndex {
         selector: &BTreeMap<String, String>,
     ) -> Option<Vec<ObjectKey>> {
         let index = read(&self.pods);
-        let rarest = pairs(namespace, selector)
+        let rarest = map_pairs(namespace, selector)
             .min_by_key(|pair| index.by_pair.get(pair).map_or(0, BTreeSet::len))?;
         Some(
             index
@@ -94,13 +99,9 @@ impl LabelIndex {
 
     /// Keys of the Services whose selector shares a pair with these labels (the caller checks
     /// the whole selector).
-    pub fn service_candidates(
-        &self,
-        namespace: &str,
-        labels: &BTreeMap<String, String>,
-    ) -> BTreeSet<ObjectKey> {
+    pub fn service_candidates(&self, namespace: &str, labels: &LabelSet) -> BTreeSet<ObjectKey> {
         let index = read(&self.services);
-        pairs(namespace, labels)
+        pairs(namespace, labels.iter())
             .filter_map(|pair| index.by_pair.get(&pair))
             .flat_map(|keys| keys.iter().cloned())
             .collect()
@@ -117,17 +118,17 @@ fn service_key(service: &ServiceInfo) -> ObjectKey {
 
 impl Handler<PodInfo> for LabelIndex {
     fn on_add(&self, pod: &Arc<PodInfo>) {
-        write(&self.pods).insert(&pod_key(pod), pairs(&pod.namespace, &pod.labels));
+        write(&self.pods).insert(&pod_key(pod), pairs(&pod.namespace, pod.labels.iter()));
     }
     fn on_update(&self, old: &Arc<PodInfo>, new: &Arc<PodInfo>) {
         if old.labels != new.labels {
             let mut index = write(&self.pods);
-            index.remove(&pod_key(old), pairs(&old.namespace, &old.labels));
-            index.insert(&pod_key(new), pairs(&new.namespace, &new.labels));
+            index.remove(&pod_key(old), pairs(&old.namespace, old.labels.iter()));
+            index.insert(&pod_key(new), pairs(&new.namespace, new.labels.iter()));
         }
     }
     fn on_delete(&self, pod: &Arc<PodInfo>) {
-        write(&self.pods).remove(&pod_key(pod), pairs(&pod.namespace, &pod.labels));
+        write(&self.pods).remove(&pod_key(pod), pairs(&pod.namespace, pod.labels.iter()));
     }
 }
 
@@ -191,10 +192,12 @@ mod tests {
         let labels: BTreeMap<String, String> =
             [("app".into(), "web".into()), ("x".into(), "y".into())].into();
         assert_eq!(
-            index.service_candidates("default", &labels),
+            index.service_candidates("default", &LabelSet::from(&labels)),
             [ObjectKey::new("default", "web")].into()
         );
         index.on_delete(&web);
-        assert!(index.service_candidates("default", &labels).is_empty());
+        assert!(index
+            .service_candidates("default", &LabelSet::from(&labels))
+            .is_empty());
     }
 }

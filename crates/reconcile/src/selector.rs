@@ -1,15 +1,15 @@
 //! Service selector matching: the one implementation every caller uses.
 
+use crate::projection::Labels;
 use std::collections::BTreeMap;
 
 /// True when every key of the selector is a label of the pod with the same value. An empty
 /// selector matches everything; callers treat a Service without a selector separately (it
 /// matches nothing).
-pub fn selector_matches(
-    selector: &BTreeMap<String, String>,
-    labels: &BTreeMap<String, String>,
-) -> bool {
-    selector.iter().all(|(k, v)| labels.get(k) == Some(v))
+pub fn selector_matches(selector: &BTreeMap<String, String>, labels: &impl Labels) -> bool {
+    selector
+        .iter()
+        .all(|(k, v)| labels.label(k) == Some(v.as_str()))
 }
 
 #[cfg(test)]

@@ -63,7 +63,7 @@ impl PodBuilder {
     }
     /// Adds a label.
     pub fn label(mut self, k: &str, v: &str) -> Self {
-        self.0.labels.insert(k.into(), v.into());
+        self.0.labels = std::mem::take(&mut self.0.labels).with(k, v);
         self
     }
     /// Sets hostname and subdomain.

@@ -1,6 +1,6 @@
+use super::LabelSet;
 use crate::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use std::collections::BTreeMap;
 
 /// A named container port a service's `targetPort` can refer to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct PodInfo {
     /// resourceVersion, to ignore resync updates.
     pub resource_version: String,
     /// Labels, matched against service selectors.
-    pub labels: BTreeMap<String, String>,
+    pub labels: LabelSet,
     /// `spec.nodeName`, empty when unscheduled.
     pub node_name: String,
     /// `spec.hostname`.
@@ -92,7 +92,7 @@ impl PodInfo {
             name,
             uid: meta.uid.clone().unwrap_or_default(),
             resource_version: meta.resource_version.clone().unwrap_or_default(),
-            labels: meta.labels.clone().unwrap_or_default(),
+            labels: meta.labels.as_ref().map(LabelSet::from).unwrap_or_default(),
             node_name: spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
             hostname: spec.and_then(|s| s.hostname.clone()).unwrap_or_default(),
             subdomain: spec.and_then(|s| s.subdomain.clone()).unwrap_or_default(),
@@ -122,11 +122,7 @@ impl PodInfo {
         ];
         std::mem::size_of::<Self>()
             + strings.iter().map(|s| s.capacity()).sum::<usize>()
-            + self
-                .labels
-                .iter()
-                .map(|(k, v)| k.capacity() + v.capacity() + 48)
-                .sum::<usize>()
+            + self.labels.heap_bytes()
             + self.ips.iter().map(|s| s.capacity() + 24).sum::<usize>()
             + self
                 .ports
