@@ -147,6 +147,10 @@ impl Cluster {
         if let Some(refused) = report.refused.first() {
             bail!("the restarted server refused the backup: {refused}");
         }
+        // kube-apiserver fills its watch cache from one list of the storage it starts on, so
+        // its watch history begins there: a watch resuming from an older resourceVersion gets
+        // a 410, never replayed creates of what storage held already.
+        fresh.compact_history();
         for rule in self.rules.values() {
             impose(&fresh, rule);
         }
