@@ -149,9 +149,14 @@ pub struct ProcessController {
 
 impl ProcessController {
     fn start(kubeconfig: &Path, options: &Options) -> Result<Self> {
-        let program = match &options.controller_program {
-            Some(path) => path.clone(),
-            None => std::env::current_exe().context("finding the kube-endpoints binary")?,
+        // This binary serves HTTPS on 10257 unless told not to; another build (an older one
+        // without the flag) gets only what every version takes, and the caller adds the rest.
+        let (program, own) = match &options.controller_program {
+            Some(path) => (path.clone(), false),
+            None => (
+                std::env::current_exe().context("finding the kube-endpoints binary")?,
+                true,
+            ),
         };
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -166,7 +171,7 @@ impl ProcessController {
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .arg("--leader-elect=false")
-            .arg("--secure-port=0")
+            .args(own.then_some("--secure-port=0"))
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--port={port}"))
             .arg(format!("--kube-api-qps={}", options.controller_qps))

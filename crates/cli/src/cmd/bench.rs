@@ -72,7 +72,9 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 30)]
     pub kube_api_burst: u32,
     /// With --controller process: the kube-endpoints binary to run (default: this one), e.g.
-    /// an older build to compare against.
+    /// an older build to compare against. It gets --kubeconfig, --leader-elect=false,
+    /// --bind-address, --port and the --kube-api-* flags; this binary also --secure-port=0,
+    /// which another build that serves HTTPS by default needs as a --controller-arg.
     #[arg(long)]
     pub controller_program: Option<PathBuf>,
     /// With --controller process: one more flag for its `run` (repeatable), e.g.
