@@ -16,12 +16,7 @@ pub fn selector_matches(selector: &BTreeMap<String, String>, labels: &impl Label
 mod tests {
     use super::*;
 
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::testing::label_map as map;
 
     #[test]
     fn selector_needs_every_pair() {

@@ -6,6 +6,14 @@ use crate::Timestamp;
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
+/// A label map (or selector) from pairs.
+pub fn label_map(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// Parses an RFC 3339 timestamp; panics on a bad literal (tests only).
 pub fn ts(s: &str) -> Timestamp {
     s.parse().expect("test timestamp literal")

@@ -97,12 +97,7 @@ impl Labels for BTreeMap<String, String> {
 mod tests {
     use super::*;
 
-    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::testing::label_map as map;
 
     #[test]
     fn lookups_and_iteration_follow_the_map_it_was_made_from() {
