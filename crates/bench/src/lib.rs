@@ -396,10 +396,7 @@ pub async fn run(options: Options) -> Result<Report> {
     }
     let resources = resources(&options, &marks, &target, &peak_rss);
     let api_server_cpu = ServerCpu {
-        cpu_seconds: server_cpu(server.as_ref(), &client)
-            .await
-            .zip(marks.server_cpu)
-            .map(|(now, then)| ((now - then).max(0.0) * 100.0).round() / 100.0),
+        cpu_seconds: cpu_delta(server_cpu(server.as_ref(), &client).await, marks.server_cpu),
         note: match server {
             Some(_) => "the embedded API server's threads (request handling, watches)".into(),
             None if marks.server_cpu.is_some() => {
@@ -595,12 +592,14 @@ async fn controller_requests(
     }
 }
 
+/// CPU seconds used between two readings, to the hundredth; `None` when either is unknown.
+fn cpu_delta(now: Option<f64>, then: Option<f64>) -> Option<f64> {
+    now.zip(then)
+        .map(|(n, t)| ((n - t).max(0.0) * 100.0).round() / 100.0)
+}
+
 /// The controller's CPU and memory over the run.
 fn resources(options: &Options, marks: &Marks, target: &Target, peak_rss: &AtomicU64) -> Resources {
-    let cpu_delta = |now: Option<f64>, then: Option<f64>| {
-        now.zip(then)
-            .map(|(n, t)| ((n - t).max(0.0) * 100.0).round() / 100.0)
-    };
     let pid = target.get();
     Resources {
         cpu_seconds: cpu_delta(controller_cpu(options, target), marks.controller_cpu),
