@@ -15,10 +15,15 @@
 //! an idle `run` holds 3 MiB, and the 10,000-pod cold start of the bench peaks 10 MiB lower
 //! with no measurable CPU cost.
 //!
+//! Building with `--features system-allocator` leaves the allocator to the system's, so that a
+//! heap profiler that hooks `malloc` (heaptrack, valgrind's massif) sees every allocation; the
+//! bench README shows how.
+//!
 //! The workspace denies `unsafe`; this module is its one exception, for two calls into
 //! mimalloc's option table.
 #![allow(unsafe_code)]
 
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -34,7 +39,7 @@ const ARENA_RESERVE: libmimalloc_sys::mi_option_t = 23;
 /// first allocation: mimalloc reserves its first arena at the first allocation, so options
 /// that shape the arena must be set before it. (Looking up an environment variable that is not
 /// set allocates nothing; one that is set is an operator's choice, which wins anyway.)
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(feature = "system-allocator")))]
 #[used]
 #[link_section = ".init_array"]
 static TUNE_AT_LOAD: extern "C" fn() = {
@@ -48,6 +53,9 @@ static TUNE_AT_LOAD: extern "C" fn() = {
 /// says otherwise (mimalloc reads those itself, and an operator's choice wins). Runs at load
 /// on Linux; elsewhere call it first thing in `main`.
 pub fn tune() {
+    if cfg!(feature = "system-allocator") {
+        return;
+    }
     for (option, env, value) in [
         (ARENA_EAGER_COMMIT, "MIMALLOC_ARENA_EAGER_COMMIT", 0),
         (PURGE_DELAY, "MIMALLOC_PURGE_DELAY", 1),
@@ -61,7 +69,7 @@ pub fn tune() {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "system-allocator")))]
 mod tests {
     use super::*;
 
