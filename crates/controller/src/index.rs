@@ -146,30 +146,30 @@ impl Informers {
         // is answered from the watch cache rather than by a quorum read of etcd.
         let cfg = || watcher::Config::default().any_semantic().streaming_lists();
         let tap = ManagedFieldsTap::new(k8s_openapi::jiff::Timestamp::now());
-        let pods = Informer::new(Api::<Pod>::all(client.clone()), cfg(), |p: &Pod| {
-            PodInfo::from_pod(p).map(Arc::new)
+        let pods = Informer::new(Api::<Pod>::all(client.clone()), cfg(), |p: Pod| {
+            PodInfo::from_pod(&p).map(Arc::new)
         });
-        let services = Informer::new(Api::<Service>::all(client.clone()), cfg(), |s: &Service| {
-            ServiceInfo::from_service(s).map(Arc::new)
+        let services = Informer::new(Api::<Service>::all(client.clone()), cfg(), |s: Service| {
+            ServiceInfo::from_service(&s).map(Arc::new)
         });
-        let nodes = Informer::new(Api::<Node>::all(client.clone()), cfg(), |n: &Node| {
-            NodeInfo::from_node(n).map(Arc::new)
+        let nodes = Informer::new(Api::<Node>::all(client.clone()), cfg(), |n: Node| {
+            NodeInfo::from_node(&n).map(Arc::new)
         });
         let slices = Informer::new(Api::<EndpointSlice>::all(client.clone()), cfg(), {
             let tap = tap.clone();
-            move |s: &EndpointSlice| {
-                tap.slice(s);
-                let mut s = s.clone();
+            move |mut s: EndpointSlice| {
+                tap.slice(&s);
                 s.metadata.managed_fields = None;
+                crate::informer::fit::fit_slice(&mut s);
                 Some(Arc::new(s))
             }
         });
         let endpoints = Informer::new(Api::<Endpoints>::all(client.clone()), cfg(), {
             let tap = tap.clone();
-            move |e: &Endpoints| {
-                tap.endpoints(e);
-                let mut e = e.clone();
+            move |mut e: Endpoints| {
+                tap.endpoints(&e);
                 e.metadata.managed_fields = None;
+                crate::informer::fit::fit_endpoints(&mut e);
                 Some(Arc::new(e))
             }
         });
@@ -180,7 +180,7 @@ impl Informers {
             nodes: nodes.store(),
             slices_by_service: slice_store.add_index(|key: &ObjectKey, s: &EndpointSlice| {
                 reconcile::slice::service_name_of(s)
-                    .map(|name| (key.namespace.clone(), name.to_owned()))
+                    .map(|name| (key.namespace.to_string(), name.to_owned()))
             }),
             slices: slice_store,
             endpoints: endpoints.store(),

@@ -8,11 +8,14 @@
 
 use crate::informer::store::ObjectKey;
 use crate::informer::Handler;
+use compact_str::CompactString;
 use reconcile::projection::{LabelSet, PodInfo, ServiceInfo};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
-type Pair = (String, String, String);
+/// `(namespace, key, value)`. Short texts stay inline, so building a pair to look one up (on
+/// every pod event) allocates nothing.
+type Pair = (CompactString, CompactString, CompactString);
 
 /// Objects by label pair.
 #[derive(Default)]
@@ -43,7 +46,13 @@ fn pairs<'a>(
     namespace: &'a str,
     labels: impl Iterator<Item = (&'a str, &'a str)> + 'a,
 ) -> impl Iterator<Item = Pair> + 'a {
-    labels.map(move |(k, v)| (namespace.to_owned(), k.to_owned(), v.to_owned()))
+    labels.map(move |(k, v)| {
+        (
+            CompactString::new(namespace),
+            CompactString::new(k),
+            CompactString::new(v),
+        )
+    })
 }
 
 fn map_pairs<'a>(

@@ -365,7 +365,7 @@ impl MigrationGuard {
             self.events.record(
                 Involved {
                     kind: "Service",
-                    namespace: key.namespace.clone(),
+                    namespace: key.namespace.to_string(),
                     name: service.to_owned(),
                     uid,
                 },

@@ -25,10 +25,10 @@ struct PodView {
     resource_version: String,
 }
 
-fn project(pod: &Pod) -> Option<Arc<PodView>> {
+fn project(pod: Pod) -> Option<Arc<PodView>> {
     Some(Arc::new(PodView {
-        name: pod.metadata.name.clone()?,
-        resource_version: pod.metadata.resource_version.clone()?,
+        name: pod.metadata.name?,
+        resource_version: pod.metadata.resource_version?,
     }))
 }
 

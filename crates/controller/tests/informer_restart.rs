@@ -87,7 +87,7 @@ async fn informer_relists_when_the_server_comes_back_with_fresh_state() {
     let informer = Informer::new(
         Api::<Pod>::namespaced(client.clone(), "default"),
         watcher::Config::default(),
-        |pod: &Pod| pod.metadata.name.clone().map(Arc::new),
+        |pod: Pod| pod.metadata.name.map(Arc::new),
     );
     let store = informer.store();
     let (tx, mut events) = mpsc::unbounded_channel();

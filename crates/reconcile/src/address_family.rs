@@ -76,7 +76,10 @@ pub fn endpoints_address(service: &ServiceInfo, pod: &PodInfo) -> Option<String>
         None if service.is_ip_set() => is_ipv6(&service.cluster_ip),
         None => is_ipv6(&pod.pod_ip),
     };
-    pod.ips.iter().find(|ip| is_ipv6(ip) == want_v6).cloned()
+    pod.ips
+        .iter()
+        .find(|ip| is_ipv6(ip) == want_v6)
+        .map(|ip| ip.to_string())
 }
 
 #[cfg(test)]

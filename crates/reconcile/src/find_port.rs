@@ -13,7 +13,7 @@ pub fn find_port(pod: &PodInfo, port: &ServicePortInfo) -> Option<i32> {
         TargetPort::Name(name) => pod
             .ports
             .iter()
-            .find(|p| &p.name == name && p.protocol == port.protocol)
+            .find(|p| p.name == name && p.protocol == port.protocol)
             .map(|p| p.port),
     }
 }

@@ -17,8 +17,7 @@ pub fn pod_change(old: &PodInfo, new: &PodInfo) -> Option<PodChange> {
     if old.resource_version == new.resource_version {
         return None;
     }
-    let labels_changed =
-        old.labels != new.labels || old.hostname != new.hostname || old.subdomain != new.subdomain;
+    let labels_changed = old.labels != new.labels || old.dns != new.dns;
     let pod_changed = old.deleting != new.deleting || old.ready != new.ready || old.ips != new.ips;
     (pod_changed || labels_changed).then_some(PodChange {
         pod_changed,

@@ -20,16 +20,18 @@ pub fn is_endpoint_candidate(pod: &PodInfo, include_terminating: bool) -> bool {
 /// True when the pod's hostname is published: it has one, its subdomain names the service, and
 /// both live in the same namespace.
 pub fn publishes_hostname(pod: &PodInfo, service: &ServiceInfo) -> bool {
-    !pod.hostname.is_empty() && pod.subdomain == service.name && pod.namespace == service.namespace
+    !pod.hostname().is_empty()
+        && pod.subdomain() == service.name
+        && pod.namespace == service.namespace
 }
 
 /// The reference both controllers publish for a pod's address: kind, namespace, name, uid.
 pub fn pod_reference(pod: &PodInfo) -> ObjectReference {
     ObjectReference {
         kind: Some("Pod".into()),
-        namespace: Some(pod.namespace.clone()),
-        name: Some(pod.name.clone()),
-        uid: Some(pod.uid.clone()),
+        namespace: Some(pod.namespace.to_string()),
+        name: Some(pod.name.to_string()),
+        uid: Some(pod.uid.to_string()),
         ..Default::default()
     }
 }

@@ -24,7 +24,7 @@ pub fn pod(name: &str) -> PodBuilder {
     PodBuilder(PodInfo {
         namespace: "default".into(),
         name: name.into(),
-        uid: format!("uid-{name}"),
+        uid: format!("uid-{name}").into(),
         resource_version: "1".into(),
         node_name: "node-a".into(),
         ..Default::default()
@@ -46,7 +46,9 @@ impl PodBuilder {
         if self.0.pod_ip.is_empty() {
             self.0.pod_ip = ip.into();
         }
-        self.0.ips.push(ip.into());
+        let mut ips = std::mem::take(&mut self.0.ips).into_vec();
+        ips.push(ip.into());
+        self.0.ips = ips.into_boxed_slice();
         self
     }
     /// Sets readiness.
@@ -76,8 +78,7 @@ impl PodBuilder {
     }
     /// Sets hostname and subdomain.
     pub fn hostname(mut self, hostname: &str, subdomain: &str) -> Self {
-        self.0.hostname = hostname.into();
-        self.0.subdomain = subdomain.into();
+        self.0.dns = crate::projection::PodDns::boxed(hostname.into(), subdomain.into());
         self
     }
     /// Sets the node.
@@ -87,11 +88,13 @@ impl PodBuilder {
     }
     /// Appends a container port (in FindPort search order).
     pub fn port(mut self, name: &str, protocol: &str, port: i32) -> Self {
-        self.0.ports.push(NamedPort {
+        let mut ports = std::mem::take(&mut self.0.ports).into_vec();
+        ports.push(NamedPort {
             name: name.into(),
             protocol: protocol.into(),
             port,
         });
+        self.0.ports = ports.into_boxed_slice();
         self
     }
     /// Sets the resourceVersion.

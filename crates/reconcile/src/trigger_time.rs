@@ -7,6 +7,7 @@
 use crate::keys::ServiceKey;
 use crate::projection::{PodInfo, ServiceInfo};
 use crate::Timestamp;
+use compact_str::CompactString;
 use std::collections::HashMap;
 
 /// The annotation key.
@@ -14,7 +15,8 @@ pub const ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 
 #[derive(Debug, Default, Clone)]
 struct ServiceState {
-    pods: HashMap<String, Timestamp>,
+    // Pod names of up to 24 bytes live inside the key: no allocation per pod.
+    pods: HashMap<CompactString, Timestamp>,
     service: Option<Timestamp>,
 }
 

@@ -9,6 +9,7 @@
 //! [`Synced`] reports when the first complete list has been applied, which is when
 //! controllers may start their workers.
 
+pub mod fit;
 pub mod relist;
 pub mod resource_versions;
 pub mod store;
@@ -83,8 +84,9 @@ impl Synced {
 }
 
 /// The caller's projection: the compact form of an object, or `None` to skip an object it
-/// cannot read (logged as a warning).
-pub type Projection<K, P> = dyn Fn(&K) -> Option<Arc<P>> + Send + Sync;
+/// cannot read (logged as a warning). It gets the decoded object itself, so a projection that
+/// keeps most of it (slices, Endpoints) keeps it without a copy.
+pub type Projection<K, P> = dyn Fn(K) -> Option<Arc<P>> + Send + Sync;
 
 /// An informer for objects of kind `K`, stored as projections `P`.
 pub struct Informer<K, P> {
@@ -108,7 +110,7 @@ where
     pub fn new(
         api: Api<K>,
         config: watcher::Config,
-        project: impl Fn(&K) -> Option<Arc<P>> + Send + Sync + 'static,
+        project: impl Fn(K) -> Option<Arc<P>> + Send + Sync + 'static,
     ) -> Self {
         Self {
             api,
@@ -298,14 +300,14 @@ impl ContactBackoff {
 /// The key of an object, or `None` (with a warning) when it has no name.
 fn object_key<K: Resource>(object: &K, kind: &str) -> Option<ObjectKey> {
     let meta = object.meta();
-    let Some(name) = meta.name.clone() else {
+    let Some(name) = meta.name.as_deref() else {
         warn!(kind, "skipping an object without a name");
         return None;
     };
-    Some(ObjectKey {
-        namespace: meta.namespace.clone().unwrap_or_default(),
+    Some(ObjectKey::new(
+        meta.namespace.as_deref().unwrap_or_default(),
         name,
-    })
+    ))
 }
 
 /// Projects one watcher event; `None` when the event carries an object without a name.
@@ -314,7 +316,7 @@ fn project_event<K: Resource, P>(
     project: &Projection<K, P>,
     kind: &str,
 ) -> Option<Change<P>> {
-    let projected = |object: &K, key: &ObjectKey| {
+    let projected = |object: K, key: &ObjectKey| {
         let projection = project(object);
         if projection.is_none() {
             warn!(kind, object = %key, "skipping an object the projection cannot read");
@@ -324,14 +326,14 @@ fn project_event<K: Resource, P>(
     Some(match event {
         watcher::Event::Apply(object) => {
             let key = object_key(&object, kind)?;
-            let projection = projected(&object, &key);
+            let projection = projected(object, &key);
             Change::Apply(key, projection)
         }
         watcher::Event::Delete(object) => Change::Delete(object_key(&object, kind)?),
         watcher::Event::Init => Change::Init,
         watcher::Event::InitApply(object) => {
             let key = object_key(&object, kind)?;
-            let projection = projected(&object, &key);
+            let projection = projected(object, &key);
             Change::InitApply(key, projection)
         }
         watcher::Event::InitDone => Change::InitDone,
@@ -356,8 +358,8 @@ mod tests {
         }
     }
 
-    fn name_of(pod: &Pod) -> Option<Arc<String>> {
-        pod.metadata.name.clone().map(Arc::new)
+    fn name_of(pod: Pod) -> Option<Arc<String>> {
+        pod.metadata.name.map(Arc::new)
     }
 
     #[test]
@@ -397,7 +399,7 @@ mod tests {
 
     #[test]
     fn a_rejected_projection_is_passed_on_as_none() {
-        let reject = |_: &Pod| -> Option<Arc<String>> { None };
+        let reject = |_: Pod| -> Option<Arc<String>> { None };
         let change = project_event(
             watcher::Event::InitApply(pod(None, Some("node-1"))),
             &reject,

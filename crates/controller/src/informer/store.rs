@@ -7,32 +7,34 @@
 //! namespace, slices by service) are maintained under the same write, so an index lookup
 //! always agrees with the objects it returns.
 
+use compact_str::CompactString;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::hash::Hash;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Where an object lives: its namespace (empty for cluster-scoped kinds such as Node) and
-/// its name. Orders by namespace, then name.
+/// its name. Orders by namespace, then name. Both are kept inline when they fit in 24 bytes, as
+/// nearly all do: the stores and indexes hold a key per object, several for pods.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ObjectKey {
     /// The object's namespace; empty for cluster-scoped objects.
-    pub namespace: String,
+    pub namespace: CompactString,
     /// The object's name.
-    pub name: String,
+    pub name: CompactString,
 }
 
 impl ObjectKey {
     /// The key of `name` in `namespace`.
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+    pub fn new(namespace: impl AsRef<str>, name: impl AsRef<str>) -> Self {
         Self {
-            namespace: namespace.into(),
-            name: name.into(),
+            namespace: CompactString::new(namespace),
+            name: CompactString::new(name),
         }
     }
 
     /// The key of a cluster-scoped object.
-    pub fn cluster(name: impl Into<String>) -> Self {
+    pub fn cluster(name: impl AsRef<str>) -> Self {
         Self::new("", name)
     }
 }
@@ -260,7 +262,7 @@ impl<P: Send + Sync + 'static> Store<P> {
     }
 
     /// An index of the objects by namespace.
-    pub fn add_namespace_index(&self) -> Index<P, String> {
+    pub fn add_namespace_index(&self) -> Index<P, CompactString> {
         self.add_index(|key, _| Some(key.namespace.clone()))
     }
 
@@ -363,11 +365,11 @@ mod tests {
         store.insert(ObjectKey::new("a", "x"), slice("s"));
         store.insert(ObjectKey::new("b", "x"), slice("s"));
         assert_eq!(
-            by_namespace.keys(&"a".to_string()),
+            by_namespace.keys(&"a".into()),
             [ObjectKey::new("a", "x"), ObjectKey::new("a", "y")]
         );
-        assert_eq!(by_namespace.get(&"b".to_string()).len(), 1);
-        assert!(by_namespace.get(&"c".to_string()).is_empty());
+        assert_eq!(by_namespace.get(&"b".into()).len(), 1);
+        assert!(by_namespace.get(&"c".into()).is_empty());
     }
 
     #[test]
@@ -414,7 +416,7 @@ mod tests {
         let store = Store::new();
         store.insert(ObjectKey::new("a", "x"), slice("s"));
         let by_namespace = store.add_namespace_index();
-        assert_eq!(by_namespace.get(&"a".to_string()).len(), 1);
+        assert_eq!(by_namespace.get(&"a".into()).len(), 1);
     }
 
     #[test]

@@ -46,8 +46,8 @@ pub fn addresses_on_ports(service: &ServiceInfo, pods: &[&PodInfo]) -> Vec<Addre
         };
         let address = EndpointAddress {
             ip,
-            node_name: Some(pod.node_name.clone()),
-            hostname: publishes_hostname(pod, service).then(|| pod.hostname.clone()),
+            node_name: Some(pod.node_name.to_string()),
+            hostname: publishes_hostname(pod, service).then(|| pod.hostname().to_owned()),
             target_ref: Some(pod_reference(pod)),
         };
         let ready = publish_all || pod.ready;

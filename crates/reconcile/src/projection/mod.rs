@@ -10,5 +10,5 @@ mod service;
 
 pub use label_set::{LabelSet, Labels};
 pub use node::{parse_cpu_millis, NodeInfo, ZONE_LABEL};
-pub use pod::{NamedPort, PodInfo};
+pub use pod::{NamedPort, PodDns, PodInfo};
 pub use service::{ServiceInfo, ServicePortInfo, TargetPort};

@@ -1,41 +1,46 @@
 use super::LabelSet;
 use crate::Timestamp;
+use compact_str::CompactString;
 use k8s_openapi::api::core::v1::Pod;
 
 /// A named container port a service's `targetPort` can refer to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamedPort {
     /// The port's name (may be empty: unnamed ports can only match numeric targetPorts).
-    pub name: String,
+    pub name: CompactString,
     /// TCP, UDP or SCTP.
-    pub protocol: String,
+    pub protocol: CompactString,
     /// The container port number.
     pub port: i32,
 }
 
 /// The fields of a Pod that the two controllers read.
+///
+/// Its text fields are [`CompactString`]s: names, namespaces, node names, resourceVersions and
+/// IPs are almost always 24 bytes or shorter and then live inside the struct, so a cached pod
+/// is a handful of allocations rather than a dozen (the store holds one per pod).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct PodInfo {
     /// Namespace.
-    pub namespace: String,
+    pub namespace: CompactString,
     /// Name.
-    pub name: String,
+    pub name: CompactString,
     /// UID.
-    pub uid: String,
+    pub uid: CompactString,
     /// resourceVersion, to ignore resync updates.
-    pub resource_version: String,
+    pub resource_version: CompactString,
     /// Labels, matched against service selectors.
     pub labels: LabelSet,
     /// `spec.nodeName`, empty when unscheduled.
-    pub node_name: String,
-    /// `spec.hostname`.
-    pub hostname: String,
-    /// `spec.subdomain`.
-    pub subdomain: String,
+    pub node_name: CompactString,
+    /// `spec.hostname` and `spec.subdomain`, when either is set. Few pods have them, so they
+    /// are kept out of line; read them through [`hostname`](Self::hostname) and
+    /// [`subdomain`](Self::subdomain).
+    pub dns: Option<Box<PodDns>>,
     /// `status.podIP`, as written.
-    pub pod_ip: String,
+    pub pod_ip: CompactString,
     /// `status.podIPs`, in order, as written (falls back to `podIP`).
-    pub ips: Vec<String>,
+    pub ips: Box<[CompactString]>,
     /// Phase is Failed or Succeeded.
     pub terminal: bool,
     /// The Ready condition is True.
@@ -46,30 +51,39 @@ pub struct PodInfo {
     pub deleting: bool,
     /// Ports of regular containers first, then of sidecar (restartPolicy Always) init
     /// containers, each in declaration order: the order FindPort searches them.
-    pub ports: Vec<NamedPort>,
+    pub ports: Box<[NamedPort]>,
+}
+
+/// A pod's `spec.hostname` and `spec.subdomain` (either may be empty).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PodDns {
+    /// `spec.hostname`.
+    pub hostname: CompactString,
+    /// `spec.subdomain`.
+    pub subdomain: CompactString,
 }
 
 impl PodInfo {
     /// Projects a full Pod. Returns `None` for a pod without namespace or name.
     pub fn from_pod(pod: &Pod) -> Option<Self> {
         let meta = &pod.metadata;
-        let namespace = meta.namespace.clone().filter(|n| !n.is_empty())?;
-        let name = meta.name.clone().filter(|n| !n.is_empty())?;
+        let namespace = CompactString::from(meta.namespace.as_deref().filter(|n| !n.is_empty())?);
+        let name = CompactString::from(meta.name.as_deref().filter(|n| !n.is_empty())?);
         let spec = pod.spec.as_ref();
         let status = pod.status.as_ref();
         let ready_condition = status
             .and_then(|s| s.conditions.as_ref())
             .and_then(|conds| conds.iter().find(|c| c.type_ == "Ready"));
-        let pod_ip = status.and_then(|s| s.pod_ip.clone()).unwrap_or_default();
-        let mut ips: Vec<String> = status
+        let pod_ip = compact(status.and_then(|s| s.pod_ip.as_deref()));
+        let mut ips: Vec<CompactString> = status
             .and_then(|s| s.pod_ips.as_ref())
-            .map(|ips| ips.iter().map(|ip| ip.ip.clone()).collect())
+            .map(|ips| ips.iter().map(|ip| CompactString::from(&ip.ip)).collect())
             .unwrap_or_default();
         if ips.is_empty() && !pod_ip.is_empty() {
             ips.push(pod_ip.clone());
         }
         let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
-        let mut ports = Vec::new();
+        let mut ports: Vec<NamedPort> = Vec::new();
         if let Some(spec) = spec {
             let regular = spec.containers.iter();
             let sidecars = spec
@@ -80,8 +94,8 @@ impl PodInfo {
             for container in regular.chain(sidecars) {
                 for p in container.ports.iter().flatten() {
                     ports.push(NamedPort {
-                        name: p.name.clone().unwrap_or_default(),
-                        protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_owned()),
+                        name: compact(p.name.as_deref()),
+                        protocol: CompactString::from(p.protocol.as_deref().unwrap_or("TCP")),
                         port: p.container_port,
                     });
                 }
@@ -90,22 +104,34 @@ impl PodInfo {
         Some(Self {
             namespace,
             name,
-            uid: meta.uid.clone().unwrap_or_default(),
-            resource_version: meta.resource_version.clone().unwrap_or_default(),
+            uid: compact(meta.uid.as_deref()),
+            resource_version: compact(meta.resource_version.as_deref()),
             labels: meta.labels.as_ref().map(LabelSet::from).unwrap_or_default(),
-            node_name: spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
-            hostname: spec.and_then(|s| s.hostname.clone()).unwrap_or_default(),
-            subdomain: spec.and_then(|s| s.subdomain.clone()).unwrap_or_default(),
+            node_name: compact(spec.and_then(|s| s.node_name.as_deref())),
+            dns: PodDns::boxed(
+                compact(spec.and_then(|s| s.hostname.as_deref())),
+                compact(spec.and_then(|s| s.subdomain.as_deref())),
+            ),
             pod_ip,
-            ips,
+            ips: ips.into_boxed_slice(),
             terminal: phase == "Failed" || phase == "Succeeded",
             ready: ready_condition.is_some_and(|c| c.status == "True"),
             ready_transition: ready_condition
                 .and_then(|c| c.last_transition_time.as_ref())
                 .map(|t| t.0),
             deleting: meta.deletion_timestamp.is_some(),
-            ports,
+            ports: ports.into_boxed_slice(),
         })
+    }
+
+    /// `spec.hostname`, empty when unset.
+    pub fn hostname(&self) -> &str {
+        self.dns.as_ref().map_or("", |d| d.hostname.as_str())
+    }
+
+    /// `spec.subdomain`, empty when unset.
+    pub fn subdomain(&self) -> &str {
+        self.dns.as_ref().map_or("", |d| d.subdomain.as_str())
     }
 
     /// Rough heap and inline size of this projection, for the memory figures in the README.
@@ -116,21 +142,52 @@ impl PodInfo {
             &self.uid,
             &self.resource_version,
             &self.node_name,
-            &self.hostname,
-            &self.subdomain,
             &self.pod_ip,
         ];
         std::mem::size_of::<Self>()
-            + strings.iter().map(|s| s.capacity()).sum::<usize>()
+            + strings.iter().map(|s| heap_bytes(s)).sum::<usize>()
             + self.labels.heap_bytes()
-            + self.ips.iter().map(|s| s.capacity() + 24).sum::<usize>()
+            + self.dns.as_ref().map_or(0, |d| {
+                std::mem::size_of::<PodDns>() + heap_bytes(&d.hostname) + heap_bytes(&d.subdomain)
+            })
+            + self
+                .ips
+                .iter()
+                .map(|s| std::mem::size_of::<CompactString>() + heap_bytes(s))
+                .sum::<usize>()
             + self
                 .ports
                 .iter()
                 .map(|p| {
-                    std::mem::size_of::<NamedPort>() + p.name.capacity() + p.protocol.capacity()
+                    std::mem::size_of::<NamedPort>() + heap_bytes(&p.name) + heap_bytes(&p.protocol)
                 })
                 .sum::<usize>()
+    }
+}
+
+impl PodDns {
+    /// The pair, boxed, or `None` when both are empty (the usual case).
+    pub fn boxed(hostname: CompactString, subdomain: CompactString) -> Option<Box<Self>> {
+        (!hostname.is_empty() || !subdomain.is_empty()).then(|| {
+            Box::new(Self {
+                hostname,
+                subdomain,
+            })
+        })
+    }
+}
+
+/// An optional field as a [`CompactString`], empty when absent.
+fn compact(value: Option<&str>) -> CompactString {
+    value.map(CompactString::from).unwrap_or_default()
+}
+
+/// Bytes a [`CompactString`] keeps on the heap: none when its text fits inside it.
+pub(crate) fn heap_bytes(s: &CompactString) -> usize {
+    if s.is_heap_allocated() {
+        s.capacity()
+    } else {
+        0
     }
 }
 
@@ -157,7 +214,8 @@ mod tests {
     #[test]
     fn projection_keeps_what_the_rules_read() {
         let p = PodInfo::from_pod(&typical()).unwrap();
-        assert_eq!(p.ips, vec!["10.1.0.3"]);
+        assert_eq!(&*p.ips, ["10.1.0.3"]);
+        assert!(p.dns.is_none());
         assert!(p.ready);
         assert_eq!(p.ports.len(), 2);
         assert_eq!(p.ports[1].name, "metrics");
@@ -169,6 +227,12 @@ mod tests {
         let bytes = p.approximate_bytes();
         let full = serde_json::to_vec(&typical()).unwrap().len();
         println!("projection ~{bytes} bytes; the object's JSON alone is {full} bytes");
-        assert!(bytes < 1024, "{bytes}");
+        // With the Arc's two counters, a cached pod fits mimalloc's 256-byte size class.
+        assert!(
+            std::mem::size_of::<PodInfo>() + 16 <= 256,
+            "{}",
+            std::mem::size_of::<PodInfo>()
+        );
+        assert!(bytes < 512, "{bytes}");
     }
 }

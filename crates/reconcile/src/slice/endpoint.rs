@@ -35,9 +35,9 @@ pub fn pod_to_endpoint(
             serving: Some(serving),
             terminating: Some(terminating),
         }),
-        node_name: (!pod.node_name.is_empty()).then(|| pod.node_name.clone()),
+        node_name: (!pod.node_name.is_empty()).then(|| pod.node_name.to_string()),
         zone: zone.filter(|z| !z.is_empty()).map(str::to_owned),
-        hostname: publishes_hostname(pod, service).then(|| pod.hostname.clone()),
+        hostname: publishes_hostname(pod, service).then(|| pod.hostname().to_owned()),
         target_ref: Some(pod_reference(pod)),
         ..Default::default()
     }

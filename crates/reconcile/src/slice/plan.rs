@@ -160,8 +160,8 @@ impl AddressTypeSync<'_, '_> {
                 // the user asked for every pod, so it goes in without a zone.
                 None if !service.publish_not_ready_addresses => {
                     let missing = MissingNode {
-                        pod: pod.name.clone(),
-                        node: pod.node_name.clone(),
+                        pod: pod.name.to_string(),
+                        node: pod.node_name.to_string(),
                     };
                     if !missing_nodes.contains(&missing) {
                         missing_nodes.push(missing);
