@@ -8,7 +8,7 @@ use crate::labels::{endpoints_labels, ENDPOINTS_MANAGED_BY, HEADLESS};
 use crate::projection::{PodInfo, ServiceInfo};
 use crate::trigger_time::{self, ANNOTATION};
 use crate::Timestamp;
-use k8s_openapi::api::core::v1::{EndpointSubset, Endpoints};
+use k8s_openapi::api::core::v1::{EndpointAddress, EndpointSubset, Endpoints, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
 
@@ -125,38 +125,70 @@ fn own_labels_removed(labels: Option<&BTreeMap<String, String>>) -> BTreeMap<Str
     labels
 }
 
-/// Subsets compared as sets, ignoring targetRef resourceVersions and nil-versus-empty. The
-/// order of subsets carries no meaning (upstream orders them by a hash of pod UIDs).
+/// Subsets compared as multisets, ignoring targetRef resourceVersions and nil-versus-empty
+/// lists. The order of subsets carries no meaning (upstream orders them by a hash of pod
+/// UIDs). Runs on every sync of a Service with an Endpoints object, so it compares fields in
+/// place instead of rendering each subset.
 fn subsets_equal(a: &[EndpointSubset], b: &[EndpointSubset]) -> bool {
-    let canonical = |list: &[EndpointSubset]| {
-        let mut out: Vec<String> = list
+    if a.len() != b.len() {
+        return false;
+    }
+    // `subset_eq` is an equivalence, so matching each subset of `a` with the first unused
+    // equal one of `b` finds a pairing whenever one exists. Services have a subset per
+    // distinct port list: a handful.
+    let mut used = vec![false; b.len()];
+    a.iter().all(|x| {
+        let found = b
             .iter()
-            .map(|s| {
-                let strip = |addrs: &Option<Vec<k8s_openapi::api::core::v1::EndpointAddress>>| {
-                    addrs
-                        .iter()
-                        .flatten()
-                        .map(|a| {
-                            let mut a = a.clone();
-                            if let Some(t) = a.target_ref.as_mut() {
-                                t.resource_version = None;
-                            }
-                            a
-                        })
-                        .collect::<Vec<_>>()
-                };
-                let value = serde_json::json!({
-                    "a": strip(&s.addresses),
-                    "n": strip(&s.not_ready_addresses),
-                    "p": s.ports.clone().unwrap_or_default(),
-                });
-                value.to_string()
-            })
-            .collect();
-        out.sort();
-        out
+            .zip(used.iter_mut())
+            .find(|(y, used)| !**used && subset_eq(x, y));
+        found.map(|(_, used)| *used = true).is_some()
+    })
+}
+
+fn subset_eq(x: &EndpointSubset, y: &EndpointSubset) -> bool {
+    fn list<T>(l: &Option<Vec<T>>) -> &[T] {
+        l.as_deref().unwrap_or(&[])
+    }
+    let addresses_eq = |p: &[EndpointAddress], q: &[EndpointAddress]| {
+        p.len() == q.len() && p.iter().zip(q).all(|(p, q)| address_eq(p, q))
     };
-    a.len() == b.len() && canonical(a) == canonical(b)
+    addresses_eq(list(&x.addresses), list(&y.addresses))
+        && addresses_eq(list(&x.not_ready_addresses), list(&y.not_ready_addresses))
+        && list(&x.ports) == list(&y.ports)
+}
+
+/// Equal but for the targetRef's resourceVersion. (Destructured, so that a field added to
+/// either type fails to compile here rather than being ignored.)
+fn address_eq(a: &EndpointAddress, b: &EndpointAddress) -> bool {
+    let EndpointAddress {
+        hostname,
+        ip,
+        node_name,
+        target_ref,
+    } = a;
+    let ref_eq = match (target_ref, &b.target_ref) {
+        (None, None) => true,
+        (Some(r), Some(s)) => {
+            let ObjectReference {
+                api_version,
+                field_path,
+                kind,
+                name,
+                namespace,
+                resource_version: _,
+                uid,
+            } = r;
+            *api_version == s.api_version
+                && *field_path == s.field_path
+                && *kind == s.kind
+                && *name == s.name
+                && *namespace == s.namespace
+                && *uid == s.uid
+        }
+        _ => false,
+    };
+    ref_eq && *ip == b.ip && *hostname == b.hostname && *node_name == b.node_name
 }
 
 /// False when the object holds more addresses than allowed (it must be truncated), or when

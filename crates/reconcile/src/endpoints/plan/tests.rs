@@ -273,3 +273,102 @@ fn an_object_lacking_only_the_controllers_own_labels_is_left_alone() {
         EndpointsAction::Update(_)
     ));
 }
+
+/// The rule `subsets_equal` implements, written the slow and obvious way: each subset
+/// rendered as JSON with resourceVersions dropped and absent lists as empty ones, compared as
+/// sorted lists.
+fn subsets_equal_by_rendering(a: &[EndpointSubset], b: &[EndpointSubset]) -> bool {
+    let render = |list: &[EndpointSubset]| {
+        let mut out: Vec<String> = list
+            .iter()
+            .map(|s| {
+                let strip = |addrs: &Option<Vec<EndpointAddress>>| {
+                    let mut addrs = addrs.clone().unwrap_or_default();
+                    for a in &mut addrs {
+                        if let Some(t) = a.target_ref.as_mut() {
+                            t.resource_version = None;
+                        }
+                    }
+                    addrs
+                };
+                serde_json::json!({
+                    "a": strip(&s.addresses),
+                    "n": strip(&s.not_ready_addresses),
+                    "p": s.ports.clone().unwrap_or_default(),
+                })
+                .to_string()
+            })
+            .collect();
+        out.sort();
+        out
+    };
+    a.len() == b.len() && render(a) == render(b)
+}
+
+#[test]
+fn subsets_compare_as_their_rendering_does() {
+    use k8s_openapi::api::core::v1::EndpointPort;
+    // Small variations of one subset: each field of an address and of its targetRef, the
+    // resourceVersion (ignored), absent versus empty lists, duplicates and order.
+    let address = |ip: &str, variant: u32| EndpointAddress {
+        ip: ip.into(),
+        hostname: (variant == 1).then(|| "h".into()),
+        node_name: Some(if variant == 2 { "n2" } else { "n1" }.into()),
+        target_ref: (variant != 3).then(|| ObjectReference {
+            kind: Some("Pod".into()),
+            name: Some(if variant == 4 { "other" } else { "p" }.into()),
+            namespace: Some("default".into()),
+            uid: Some(if variant == 5 { "u2" } else { "u1" }.into()),
+            resource_version: Some(format!("{}", variant * 7)),
+            ..Default::default()
+        }),
+    };
+    let mut subsets: Vec<EndpointSubset> = Vec::new();
+    for variant in 0..7 {
+        for ports in [
+            None,
+            Some(vec![]),
+            Some(vec![EndpointPort {
+                port: 80,
+                ..Default::default()
+            }]),
+        ] {
+            subsets.push(EndpointSubset {
+                addresses: Some(vec![address("10.0.0.1", variant)]),
+                not_ready_addresses: (variant == 6).then(Vec::new),
+                ports,
+            });
+        }
+    }
+    subsets.push(EndpointSubset::default());
+    subsets.push(EndpointSubset {
+        addresses: Some(vec![address("10.0.0.1", 0), address("10.0.0.2", 0)]),
+        ..Default::default()
+    });
+    subsets.push(EndpointSubset {
+        addresses: Some(vec![address("10.0.0.2", 0), address("10.0.0.1", 0)]),
+        ..Default::default()
+    });
+    subsets.push(EndpointSubset {
+        not_ready_addresses: Some(vec![address("10.0.0.1", 0)]),
+        ..Default::default()
+    });
+    // Lists of up to two subsets, in both orders, with repeats.
+    let mut lists: Vec<Vec<EndpointSubset>> = vec![vec![]];
+    for x in &subsets {
+        lists.push(vec![x.clone()]);
+        for y in subsets.iter().step_by(3) {
+            lists.push(vec![x.clone(), y.clone()]);
+        }
+    }
+    let mut equal_pairs = 0;
+    for a in &lists {
+        for b in &lists {
+            let expected = subsets_equal_by_rendering(a, b);
+            assert_eq!(subsets_equal(a, b), expected, "{a:?}\n{b:?}");
+            equal_pairs += usize::from(expected);
+        }
+    }
+    // Equal pairs beyond the diagonal: resourceVersions, absent lists and order do not count.
+    assert!(equal_pairs > lists.len(), "{equal_pairs}");
+}
