@@ -4,12 +4,12 @@
 use crate::informer::store::{Index, ObjectKey, Store};
 use crate::informer::{Handler, Informer, Synced};
 use crate::migration_guard::ManagedFieldsTap;
-use k8s_openapi::api::core::v1::{Endpoints, Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use reconcile::keys::ServiceKey;
-use reconcile::projection::{LabelSet, NodeInfo, PodInfo, ServiceInfo};
+use reconcile::projection::{LabelSet, NodeInfo, PartialPod, PodInfo, ServiceInfo};
 use reconcile::selector::selector_matches;
 use std::sync::Arc;
 
@@ -95,7 +95,7 @@ impl Stores {
 
 /// The informers, before they run.
 pub struct Informers {
-    pods: Informer<Pod, PodInfo>,
+    pods: Informer<PartialPod, PodInfo>,
     services: Informer<Service, ServiceInfo>,
     nodes: Informer<Node, NodeInfo>,
     slices: Informer<EndpointSlice, EndpointSlice>,
@@ -146,9 +146,12 @@ impl Informers {
         // is answered from the watch cache rather than by a quorum read of etcd.
         let cfg = || watcher::Config::default().any_semantic().streaming_lists();
         let tap = ManagedFieldsTap::new(k8s_openapi::jiff::Timestamp::now());
-        let pods = Informer::new(Api::<Pod>::all(client.clone()), cfg(), |p: Pod| {
-            PodInfo::from_pod(&p).map(Arc::new)
-        });
+        // Pods are decoded straight into the fields the projection reads (see PartialPod).
+        let pods = Informer::new(
+            Api::<PartialPod>::all(client.clone()),
+            cfg(),
+            |p: PartialPod| PodInfo::from_partial(&p).map(Arc::new),
+        );
         let services = Informer::new(Api::<Service>::all(client.clone()), cfg(), |s: Service| {
             ServiceInfo::from_service(&s).map(Arc::new)
         });

@@ -5,10 +5,15 @@
 
 mod label_set;
 mod node;
+mod partial_pod;
 mod pod;
 mod service;
 
 pub use label_set::{LabelSet, Labels};
 pub use node::{parse_cpu_millis, NodeInfo, ZONE_LABEL};
+pub use partial_pod::{
+    PartialContainer, PartialContainerPort, PartialPod, PartialPodCondition, PartialPodIp,
+    PartialPodSpec, PartialPodStatus,
+};
 pub use pod::{NamedPort, PodDns, PodInfo};
 pub use service::{ServiceInfo, ServicePortInfo, TargetPort};

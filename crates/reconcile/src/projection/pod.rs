@@ -1,7 +1,8 @@
-use super::LabelSet;
+use super::{LabelSet, PartialPod};
 use crate::Timestamp;
 use compact_str::CompactString;
 use k8s_openapi::api::core::v1::Pod;
+use serde::Deserialize;
 
 /// A named container port a service's `targetPort` can refer to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,8 +65,17 @@ pub struct PodDns {
 }
 
 impl PodInfo {
-    /// Projects a full Pod. Returns `None` for a pod without namespace or name.
+    /// Projects a full Pod (tests and tools; the informer decodes [`PartialPod`] directly).
+    /// Returns `None` for a pod without namespace or name.
     pub fn from_pod(pod: &Pod) -> Option<Self> {
+        // Through the pod's JSON, so that this and the informer share one projection.
+        let value = serde_json::to_value(pod).ok()?;
+        Self::from_partial(&PartialPod::deserialize(value).ok()?)
+    }
+
+    /// Projects a pod as the informer decodes it. Returns `None` for a pod without namespace
+    /// or name.
+    pub fn from_partial(pod: &PartialPod) -> Option<Self> {
         let meta = &pod.metadata;
         let namespace = CompactString::from(meta.namespace.as_deref().filter(|n| !n.is_empty())?);
         let name = CompactString::from(meta.name.as_deref().filter(|n| !n.is_empty())?);
@@ -85,7 +95,7 @@ impl PodInfo {
         let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or("");
         let mut ports: Vec<NamedPort> = Vec::new();
         if let Some(spec) = spec {
-            let regular = spec.containers.iter();
+            let regular = spec.containers.iter().flatten();
             let sidecars = spec
                 .init_containers
                 .iter()
@@ -209,6 +219,99 @@ mod tests {
                        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
         }))
         .unwrap()
+    }
+
+    /// The pod as the API server sends it: managedFields, annotations, owner, a sidecar, an
+    /// init container that is not one, env and resources, a second IP, more conditions.
+    fn wire_pod() -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-0", "namespace": "shop", "uid": "4f0c7a52-1111-4d7a-9f3e-2b8f6a1c9e01",
+                "resourceVersion": "981", "generation": 1, "creationTimestamp": "2026-01-01T00:00:00Z",
+                "deletionTimestamp": "2026-01-02T00:00:00Z", "deletionGracePeriodSeconds": 30,
+                "labels": {"app": "web", "pod-template-hash": "7c9d8f6b5"},
+                "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:00Z"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7c9d8f6b5",
+                                     "uid": "u-rs", "controller": true, "blockOwnerDeletion": true}],
+                "finalizers": ["example.com/hold"],
+                "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                    "time": "2026-01-01T00:00:01Z", "fieldsType": "FieldsV1", "subresource": "status",
+                    "fieldsV1": {"f:status": {"f:conditions": {"k:{\"type\":\"Ready\"}": {".": {}, "f:status": {}}},
+                                              "f:podIP": {}, "f:podIPs": {".": {}, "k:{\"ip\":\"10.1.0.3\"}": {}}}}}]},
+            "spec": {"nodeName": "node-b", "hostname": "web-0", "subdomain": "web",
+                "containers": [{"name": "app", "image": "registry.example/app:1",
+                    "env": [{"name": "A", "value": "1"}, {"name": "B", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                    "readinessProbe": {"httpGet": {"path": "/healthz", "port": "http"}},
+                    "ports": [{"name": "http", "containerPort": 8080}, {"containerPort": 9000, "protocol": "UDP"}]}],
+                "initContainers": [
+                    {"name": "setup", "image": "registry.example/setup:1", "ports": [{"name": "skip", "containerPort": 1}]},
+                    {"name": "proxy", "image": "registry.example/proxy:1", "restartPolicy": "Always",
+                     "ports": [{"name": "proxy", "containerPort": 15001, "protocol": "TCP"}]}],
+                "volumes": [{"name": "data", "emptyDir": {}}]},
+            "status": {"phase": "Running", "podIP": "10.1.0.3", "podIPs": [{"ip": "10.1.0.3"}, {"ip": "fd00::3"}],
+                "hostIP": "192.168.0.2", "qosClass": "Burstable",
+                "conditions": [{"type": "Initialized", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                               {"type": "Ready", "status": "False", "lastTransitionTime": "2026-01-01T00:00:05Z"}],
+                "containerStatuses": [{"name": "app", "ready": false, "restartCount": 0, "image": "registry.example/app:1",
+                                       "imageID": "", "state": {"running": {"startedAt": "2026-01-01T00:00:02Z"}}}]}
+        })
+    }
+
+    #[test]
+    fn the_informers_partial_decoding_projects_as_the_whole_pod_does() {
+        let text = wire_pod().to_string();
+        let partial: PartialPod = serde_json::from_str(&text).unwrap();
+        let whole: Pod = serde_json::from_str(&text).unwrap();
+        let p = PodInfo::from_partial(&partial).unwrap();
+        assert_eq!(Some(&p), PodInfo::from_pod(&whole).as_ref());
+        assert_eq!((p.namespace.as_str(), p.name.as_str()), ("shop", "web-0"));
+        assert_eq!(p.uid, "4f0c7a52-1111-4d7a-9f3e-2b8f6a1c9e01");
+        assert_eq!(p.resource_version, "981");
+        assert_eq!(p.labels.get("pod-template-hash"), Some("7c9d8f6b5"));
+        assert_eq!((p.hostname(), p.subdomain()), ("web-0", "web"));
+        assert_eq!(&*p.ips, ["10.1.0.3", "fd00::3"]);
+        assert!(p.deleting && !p.ready && !p.terminal);
+        assert_eq!(
+            p.ready_transition,
+            Some(crate::testing::ts("2026-01-01T00:00:05Z"))
+        );
+        let ports: Vec<_> = p
+            .ports
+            .iter()
+            .map(|p| (p.name.as_str(), p.protocol.as_str(), p.port))
+            .collect();
+        assert_eq!(
+            ports,
+            [
+                ("http", "TCP", 8080),
+                ("", "UDP", 9000),
+                ("proxy", "TCP", 15001)
+            ]
+        );
+        // Only the fields the projection reads are kept.
+        assert!(
+            partial.metadata.managed_fields.is_none() && partial.metadata.annotations.is_none()
+        );
+    }
+
+    #[test]
+    fn absent_and_null_parts_read_as_empty() {
+        for text in [
+            r#"{"metadata": {"name": "a", "namespace": "n"}}"#,
+            r#"{"metadata": {"name": "a", "namespace": "n", "labels": null}, "spec": null, "status": null}"#,
+            r#"{"metadata": {"name": "a", "namespace": "n"}, "spec": {"containers": null}, "status": {"podIPs": null, "conditions": null}}"#,
+        ] {
+            let partial: PartialPod = serde_json::from_str(text).unwrap();
+            let p = PodInfo::from_partial(&partial).unwrap();
+            assert!(
+                p.ips.is_empty() && p.ports.is_empty() && p.labels.is_empty() && !p.ready,
+                "{text}"
+            );
+        }
+        let nameless: PartialPod =
+            serde_json::from_str(r#"{"metadata": {"namespace": "n"}}"#).unwrap();
+        assert!(PodInfo::from_partial(&nameless).is_none());
     }
 
     #[test]
