@@ -38,6 +38,15 @@ fn encode(kind: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
+/// A BOOKMARK event's object: the watched kind at resourceVersion `rv`, nothing else.
+fn bookmark(target: &Target, rv: u64) -> Value {
+    json!({
+        "kind": target.resource.kind,
+        "apiVersion": target.resource.api_version(),
+        "metadata": {"resourceVersion": rv.to_string()},
+    })
+}
+
 /// An ERROR event carrying `error`'s Status, which ends a watch.
 fn expired_event(error: &ApiError) -> Bytes {
     encode("ERROR", &error.to_status())
@@ -308,14 +317,8 @@ async fn run(
                 }
             }
             if end_bookmark {
-                let bookmark = json!({
-                    "kind": filter.target.resource.kind,
-                    "apiVersion": filter.target.resource.api_version(),
-                    "metadata": {
-                        "resourceVersion": rv.to_string(),
-                        "annotations": {"k8s.io/initial-events-end": "true"},
-                    },
-                });
+                let mut bookmark = bookmark(&filter.target, rv);
+                bookmark["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
                 if out.send(encode("BOOKMARK", &bookmark)).await.is_err() {
                     return;
                 }
@@ -339,12 +342,7 @@ async fn run(
                     return;
                 }
                 let rv = shared.read(|c| c.store.resource_version()).max(last);
-                let bookmark = json!({
-                    "kind": filter.target.resource.kind,
-                    "apiVersion": filter.target.resource.api_version(),
-                    "metadata": {"resourceVersion": rv.to_string()},
-                });
-                if out.send(encode("BOOKMARK", &bookmark)).await.is_err() {
+                if out.send(encode("BOOKMARK", &bookmark(&filter.target, rv))).await.is_err() {
                     return;
                 }
                 last = rv;
