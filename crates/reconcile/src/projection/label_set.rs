@@ -45,7 +45,7 @@ impl LabelSet {
             + self
                 .0
                 .iter()
-                .map(|(k, v)| super::pod::heap_bytes(k) + super::pod::heap_bytes(v))
+                .map(|(k, v)| super::heap_bytes(k) + super::heap_bytes(v))
                 .sum::<usize>()
     }
 

@@ -17,3 +17,13 @@ pub use partial_pod::{
 };
 pub use pod::{NamedPort, PodDns, PodInfo};
 pub use service::{ServiceInfo, ServicePortInfo, TargetPort};
+
+/// Bytes a [`compact_str::CompactString`] keeps on the heap (none when its text fits inside
+/// it), for the projections' memory figures.
+fn heap_bytes(s: &compact_str::CompactString) -> usize {
+    if s.is_heap_allocated() {
+        s.capacity()
+    } else {
+        0
+    }
+}

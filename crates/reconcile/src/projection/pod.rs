@@ -1,4 +1,4 @@
-use super::{LabelSet, PartialPod};
+use super::{heap_bytes, LabelSet, PartialPod};
 use crate::Timestamp;
 use compact_str::CompactString;
 use k8s_openapi::api::core::v1::Pod;
@@ -190,15 +190,6 @@ impl PodDns {
 /// An optional field as a [`CompactString`], empty when absent.
 fn compact(value: Option<&str>) -> CompactString {
     value.map(CompactString::from).unwrap_or_default()
-}
-
-/// Bytes a [`CompactString`] keeps on the heap: none when its text fits inside it.
-pub(crate) fn heap_bytes(s: &CompactString) -> usize {
-    if s.is_heap_allocated() {
-        s.capacity()
-    } else {
-        0
-    }
 }
 
 #[cfg(test)]
