@@ -55,6 +55,7 @@ pub mod shadow;
 pub mod state_lock;
 pub mod token_bucket;
 pub mod worker;
+pub mod written;
 
 pub use activity::Activity;
 

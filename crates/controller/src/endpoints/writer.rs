@@ -4,7 +4,6 @@
 use super::EndpointsController;
 use crate::api_errors::{is_already_exists, is_namespace_terminating, is_not_found};
 use crate::events::Involved;
-use crate::field_manager::post_params;
 use crate::worker::SyncError;
 use k8s_openapi::api::core::v1::Endpoints;
 use kube::api::DeleteParams;
@@ -61,7 +60,7 @@ impl EndpointsController {
         key: &ServiceKey,
         object: &Endpoints,
     ) -> Result<(), SyncError> {
-        match self.api(key).create(&post_params(), object).await {
+        match crate::written::create(&self.api(key), object).await {
             Ok(_) => Ok(()),
             // Creates keep failing while the namespace terminates: drop the work quietly.
             Err(e) if is_namespace_terminating(&e) => Ok(()),
@@ -91,11 +90,7 @@ impl EndpointsController {
         current: Option<&Endpoints>,
         object: &Endpoints,
     ) -> Result<Replaced, SyncError> {
-        match self
-            .api(key)
-            .replace(&key.name, &post_params(), object)
-            .await
-        {
+        match crate::written::replace(&self.api(key), &key.name, object).await {
             Ok(updated) => Ok(Replaced {
                 old_rv: current
                     .and_then(|c| c.metadata.resource_version.clone())

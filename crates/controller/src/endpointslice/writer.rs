@@ -4,7 +4,6 @@
 
 use super::EndpointSliceController;
 use crate::api_errors::{is_namespace_terminating, is_not_found};
-use crate::field_manager::post_params;
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::DeleteParams;
@@ -57,7 +56,7 @@ impl EndpointSliceController {
     ) -> Written {
         let mut written = Written::default();
         for slice in &batch.create {
-            match api.create(&post_params(), slice).await {
+            match crate::written::create(api, slice).await {
                 Ok(created) => {
                     self.state.lock().tracker.update(&created);
                     self.metrics.totals.changed("create");
@@ -74,7 +73,7 @@ impl EndpointSliceController {
             }
         }
         for slice in &batch.update {
-            match api.replace(name(slice), &post_params(), slice).await {
+            match crate::written::replace(api, name(slice), slice).await {
                 Ok(updated) => {
                     self.state.lock().tracker.update(&updated);
                     self.metrics.totals.changed("update");

@@ -5,7 +5,6 @@
 
 use super::MirroringController;
 use crate::api_errors::{is_namespace_terminating, is_not_found};
-use crate::field_manager::post_params;
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::DeleteParams;
@@ -31,7 +30,7 @@ impl MirroringController {
     ) -> Result<(), SyncError> {
         let api = self.api(key);
         for slice in &plan.create {
-            match api.create(&post_params(), slice).await {
+            match crate::written::create(&api, slice).await {
                 Ok(created) => self.wrote(&created, "create"),
                 // Creates keep failing while the namespace terminates: drop the work quietly.
                 Err(e) if is_namespace_terminating(&e) => return Ok(()),
@@ -39,7 +38,7 @@ impl MirroringController {
             }
         }
         for slice in &plan.update {
-            match api.replace(name(slice), &post_params(), slice).await {
+            match crate::written::replace(&api, name(slice), slice).await {
                 Ok(updated) => self.wrote(&updated, "update"),
                 Err(e) => return Err(SyncError::slice_write(key, "update", slice, e)),
             }
