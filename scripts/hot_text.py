@@ -7,6 +7,7 @@ Reads which functions of BINARY ran in the callgrind profiles and writes a GNU l
 that places their sections, in address order, in an output section of their own ahead of
 `.text`. See scripts/hot-text.sh for how the profiles are taken and why.
 """
+import collections
 import re
 import subprocess
 import sys
@@ -73,9 +74,7 @@ def main():
     # Instances of one generic function share their path and differ only in the hash (legacy
     # mangling) or in parts the pattern leaves out (v0); such names keep their hash, so that
     # the instances `run` never calls stay where they were.
-    shared = {}
-    for name in symbols:
-        shared[pattern(name)] = shared.get(pattern(name), 0) + 1
+    shared = collections.Counter(pattern(name) for name in symbols)
 
     def precise(name):
         p = pattern(name)

@@ -11,41 +11,45 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::core::Request;
 use kube::{Error, Resource};
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Creates `object`; returns the created object's metadata in an otherwise empty `K`.
 pub async fn create<K>(api: &Api<K>, object: &K) -> kube::Result<K>
 where
-    K: Resource + Serialize + Default + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource + Serialize + Default + Clone,
 {
     let body = serde_json::to_vec(object).map_err(Error::SerdeError)?;
-    let mut request = Request::new(api.resource_url())
+    let request = Request::new(api.resource_url())
         .create(&post_params(), body)
         .map_err(Error::BuildRequest)?;
-    request.extensions_mut().insert("create");
-    send(api, request).await
+    send(api, "create", request).await
 }
 
 /// Replaces the object `name` with `object`; returns the written object's metadata in an
 /// otherwise empty `K`.
 pub async fn replace<K>(api: &Api<K>, name: &str, object: &K) -> kube::Result<K>
 where
-    K: Resource + Serialize + Default + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource + Serialize + Default + Clone,
 {
     let body = serde_json::to_vec(object).map_err(Error::SerdeError)?;
-    let mut request = Request::new(api.resource_url())
+    let request = Request::new(api.resource_url())
         .replace(name, &post_params(), body)
         .map_err(Error::BuildRequest)?;
-    request.extensions_mut().insert("replace");
-    send(api, request).await
+    send(api, "replace", request).await
 }
 
-async fn send<K>(api: &Api<K>, request: http::Request<Vec<u8>>) -> kube::Result<K>
+/// Sends `request` through `api`'s client, tagged with its verb as kube's own methods tag
+/// theirs, and keeps the answer's metadata.
+async fn send<K>(
+    api: &Api<K>,
+    verb: &'static str,
+    mut request: http::Request<Vec<u8>>,
+) -> kube::Result<K>
 where
-    K: Resource + Default + Clone + DeserializeOwned + std::fmt::Debug,
+    K: Resource + Default + Clone,
 {
+    request.extensions_mut().insert(verb);
     let answer: Answer = api.clone().into_client().request(request).await?;
     let mut written = K::default();
     *written.meta_mut() = answer.metadata.into();
