@@ -5,9 +5,12 @@
 
 mod label_set;
 mod node;
+mod object_ref;
 mod partial_pod;
 mod pod;
 mod service;
+mod stored_endpoints;
+mod stored_slice;
 
 pub use label_set::{LabelSet, Labels};
 pub use node::{parse_cpu_millis, NodeInfo, ZONE_LABEL};
@@ -17,6 +20,8 @@ pub use partial_pod::{
 };
 pub use pod::{NamedPort, PodDns, PodInfo};
 pub use service::{ServiceInfo, ServicePortInfo, TargetPort};
+pub use stored_endpoints::StoredEndpoints;
+pub use stored_slice::StoredSlice;
 
 /// Bytes a [`compact_str::CompactString`] keeps on the heap (none when its text fits inside
 /// it), for the projections' memory figures.
@@ -25,5 +30,16 @@ fn heap_bytes(s: &compact_str::CompactString) -> usize {
         s.capacity()
     } else {
         0
+    }
+}
+
+/// Trims the lists of a cached object's metadata to their length: decoding grows a list by
+/// doubling, and a cached object keeps its slack for as long as it exists.
+fn fit_metadata(meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) {
+    if let Some(owners) = meta.owner_references.as_mut() {
+        owners.shrink_to_fit();
+    }
+    if let Some(finalizers) = meta.finalizers.as_mut() {
+        finalizers.shrink_to_fit();
     }
 }

@@ -1,0 +1,76 @@
+//! An `ObjectReference` as cached endpoints hold it.
+//!
+//! Nearly every endpoint points at a pod with four fields (kind, namespace, name, uid). As a
+//! `core/v1` `ObjectReference` that is seven optional `String`s (168 bytes) and four heap
+//! blocks; here the four fields sit inline when they fit in 24 bytes (all but the uid, in
+//! practice), and the three a pod reference never carries (apiVersion, fieldPath,
+//! resourceVersion) are boxed away for the objects that do.
+
+use compact_str::CompactString;
+use k8s_openapi::api::core::v1::ObjectReference;
+
+/// A reference to the object behind an endpoint (normally its pod), kept compact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompactRef {
+    kind: Option<CompactString>,
+    namespace: Option<CompactString>,
+    name: Option<CompactString>,
+    uid: Option<CompactString>,
+    /// apiVersion, fieldPath and resourceVersion, when any is set (the other fields unset).
+    rest: Option<Box<ObjectReference>>,
+}
+
+impl CompactRef {
+    /// Takes a reference apart.
+    pub fn new(reference: ObjectReference) -> Self {
+        let ObjectReference {
+            api_version,
+            field_path,
+            kind,
+            name,
+            namespace,
+            resource_version,
+            uid,
+        } = reference;
+        let rest = (api_version.is_some() || field_path.is_some() || resource_version.is_some())
+            .then(|| {
+                Box::new(ObjectReference {
+                    api_version,
+                    field_path,
+                    resource_version,
+                    ..ObjectReference::default()
+                })
+            });
+        Self {
+            kind: compact(kind),
+            namespace: compact(namespace),
+            name: compact(name),
+            uid: compact(uid),
+            rest,
+        }
+    }
+
+    /// The reference as the API has it, equal to the one [`CompactRef::new`] took.
+    pub fn to_object_ref(&self) -> ObjectReference {
+        let rest = self.rest.as_deref();
+        ObjectReference {
+            api_version: rest.and_then(|r| r.api_version.clone()),
+            field_path: rest.and_then(|r| r.field_path.clone()),
+            kind: string(&self.kind),
+            name: string(&self.name),
+            namespace: string(&self.namespace),
+            resource_version: rest.and_then(|r| r.resource_version.clone()),
+            uid: string(&self.uid),
+        }
+    }
+}
+
+/// An optional string, inline when short.
+pub(super) fn compact(text: Option<String>) -> Option<CompactString> {
+    text.map(CompactString::from)
+}
+
+/// An optional string back as the API types hold it.
+pub(super) fn string(text: &Option<CompactString>) -> Option<String> {
+    text.as_ref().map(|t| t.as_str().to_owned())
+}

@@ -1,0 +1,172 @@
+//! Endpoints objects as the informer keeps them.
+//!
+//! Like slices (see `stored_slice`), every Endpoints object of a Service with a selector is
+//! ours and cached for as long as it exists. An `EndpointAddress` as decoded is 240 bytes
+//! (an IP, a hostname, a node and a seven-field pod reference) plus six heap blocks; a
+//! [`StoredAddress`] keeps short strings inline. [`StoredEndpoints::to_endpoints`] gives back
+//! the very object it was made from.
+
+use super::object_ref::{compact, string, CompactRef};
+use compact_str::CompactString;
+use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
+
+/// An Endpoints object with its addresses kept compact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEndpoints {
+    /// The object without its subsets: its metadata.
+    head: Endpoints,
+    subsets: Option<Box<[StoredSubset]>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct StoredSubset {
+    addresses: Option<Box<[StoredAddress]>>,
+    not_ready_addresses: Option<Box<[StoredAddress]>>,
+    ports: Option<Box<[EndpointPort]>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct StoredAddress {
+    ip: CompactString,
+    hostname: Option<CompactString>,
+    node_name: Option<CompactString>,
+    target_ref: Option<CompactRef>,
+}
+
+impl StoredEndpoints {
+    /// Keeps `endpoints` (its managedFields already dropped, if the caller wants them gone).
+    pub fn new(mut endpoints: Endpoints) -> Self {
+        let subsets = endpoints
+            .subsets
+            .take()
+            .map(|subsets| subsets.into_iter().map(StoredSubset::new).collect());
+        super::fit_metadata(&mut endpoints.metadata);
+        Self {
+            head: endpoints,
+            subsets,
+        }
+    }
+
+    /// The object without its subsets (none): its metadata, for the rules that read only
+    /// that (whose object it is, whether it is mirrored).
+    pub fn without_subsets(&self) -> &Endpoints {
+        &self.head
+    }
+
+    /// The whole object, equal to the one it was made from.
+    pub fn to_endpoints(&self) -> Endpoints {
+        Endpoints {
+            subsets: self
+                .subsets
+                .as_ref()
+                .map(|subsets| subsets.iter().map(StoredSubset::to_subset).collect()),
+            ..self.head.clone()
+        }
+    }
+}
+
+impl StoredSubset {
+    fn new(subset: EndpointSubset) -> Self {
+        let addresses = |list: Option<Vec<EndpointAddress>>| {
+            list.map(|list| list.into_iter().map(StoredAddress::new).collect())
+        };
+        Self {
+            addresses: addresses(subset.addresses),
+            not_ready_addresses: addresses(subset.not_ready_addresses),
+            ports: subset.ports.map(Vec::into_boxed_slice),
+        }
+    }
+
+    fn to_subset(&self) -> EndpointSubset {
+        let addresses = |list: &Option<Box<[StoredAddress]>>| {
+            list.as_ref()
+                .map(|list| list.iter().map(StoredAddress::to_address).collect())
+        };
+        EndpointSubset {
+            addresses: addresses(&self.addresses),
+            not_ready_addresses: addresses(&self.not_ready_addresses),
+            ports: self.ports.as_ref().map(|ports| ports.to_vec()),
+        }
+    }
+}
+
+impl StoredAddress {
+    fn new(address: EndpointAddress) -> Self {
+        Self {
+            ip: CompactString::from(address.ip),
+            hostname: compact(address.hostname),
+            node_name: compact(address.node_name),
+            target_ref: address.target_ref.map(CompactRef::new),
+        }
+    }
+
+    fn to_address(&self) -> EndpointAddress {
+        EndpointAddress {
+            hostname: string(&self.hostname),
+            ip: self.ip.as_str().to_owned(),
+            node_name: string(&self.node_name),
+            target_ref: self.target_ref.as_ref().map(CompactRef::to_object_ref),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An Endpoints object with every field set, unset and set to empty values, decoded from
+    /// text as the informer decodes it.
+    fn every_field() -> Endpoints {
+        serde_json::from_str(
+            &json!({
+                "metadata": {"name": "web", "namespace": "shop", "resourceVersion": "9",
+                    "labels": {"endpoints.kubernetes.io/managed-by": "endpoint-controller"},
+                    "annotations": {"endpoints.kubernetes.io/last-change-trigger-time":
+                        "2026-01-01T00:00:00Z"}},
+                "subsets": [
+                    {"addresses": [
+                        {"ip": "10.0.0.1", "nodeName": "node-1", "targetRef": {"kind": "Pod",
+                            "namespace": "shop", "name": "web-0",
+                            "uid": "0b0c8e2c-4a43-4b6c-9d5e-2b8f0a6e7d11"}},
+                        {"ip": "10.0.0.2", "hostname": "web-1", "targetRef": {"kind": "Pod",
+                            "name": "web-1", "resourceVersion": "12", "apiVersion": "v1",
+                            "fieldPath": "spec"}}],
+                     "notReadyAddresses": [{"ip": "10.0.0.3", "nodeName": "", "hostname": ""}],
+                     "ports": [{"name": "http", "port": 80, "protocol": "TCP",
+                                "appProtocol": "http"}]},
+                    {"addresses": [], "ports": []},
+                    {}
+                ]
+            })
+            .to_string(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn stored_endpoints_give_back_the_object_they_were_made_from() {
+        let endpoints = every_field();
+        let stored = StoredEndpoints::new(endpoints.clone());
+        assert_eq!(stored.to_endpoints(), endpoints);
+        assert_eq!(stored.without_subsets().subsets, None);
+        assert_eq!(stored.without_subsets().metadata, endpoints.metadata);
+
+        for subsets in [None, Some(Vec::new())] {
+            let endpoints = Endpoints {
+                subsets,
+                ..Endpoints::default()
+            };
+            assert_eq!(
+                StoredEndpoints::new(endpoints.clone()).to_endpoints(),
+                endpoints
+            );
+        }
+    }
+
+    #[test]
+    fn a_stored_address_is_smaller_than_a_decoded_one() {
+        assert!(std::mem::size_of::<StoredAddress>() <= 176);
+        assert!(std::mem::size_of::<EndpointAddress>() >= 240);
+    }
+}

@@ -1,0 +1,220 @@
+//! EndpointSlices as the informer keeps them.
+//!
+//! The controllers cache every slice they manage for as long as it exists, and after the pods
+//! these are the largest part of the cache. As decoded, a `discovery/v1` `Endpoint` is about
+//! 350 bytes of mostly empty optional fields plus eight heap blocks (each address, the node,
+//! the zone, the four fields of the pod reference). A [`StoredSlice`] keeps the slice's
+//! metadata, address type and ports as they are, and its endpoints in [`StoredEndpoint`]s:
+//! short strings inline, and the fields most endpoints leave unset (hostname, hints,
+//! deprecatedTopology) boxed away. [`StoredSlice::to_slice`] gives back
+//! the very slice it was made from, so the planners read what the API server sent.
+
+use super::object_ref::{compact, string, CompactRef};
+use compact_str::CompactString;
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointHints, EndpointSlice};
+use std::collections::BTreeMap;
+
+/// An EndpointSlice with its endpoints kept compact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredSlice {
+    /// The slice without its endpoints: metadata, address type and ports.
+    head: EndpointSlice,
+    endpoints: Box<[StoredEndpoint]>,
+}
+
+/// One endpoint of a [`StoredSlice`].
+#[derive(Debug, Clone, PartialEq)]
+struct StoredEndpoint {
+    addresses: Box<[CompactString]>,
+    conditions: Option<EndpointConditions>,
+    node_name: Option<CompactString>,
+    zone: Option<CompactString>,
+    target_ref: Option<CompactRef>,
+    rest: Option<Box<Uncommon>>,
+}
+
+/// The fields of an endpoint that most do not set.
+#[derive(Debug, Clone, PartialEq)]
+struct Uncommon {
+    deprecated_topology: Option<BTreeMap<String, String>>,
+    hints: Option<EndpointHints>,
+    hostname: Option<String>,
+}
+
+impl StoredSlice {
+    /// Keeps `slice` (its managedFields already dropped, if the caller wants them gone).
+    pub fn new(mut slice: EndpointSlice) -> Self {
+        let endpoints = std::mem::take(&mut slice.endpoints)
+            .into_iter()
+            .map(StoredEndpoint::new)
+            .collect();
+        super::fit_metadata(&mut slice.metadata);
+        if let Some(ports) = slice.ports.as_mut() {
+            ports.shrink_to_fit();
+        }
+        Self {
+            head: slice,
+            endpoints,
+        }
+    }
+
+    /// The slice without its endpoints (an empty list): its metadata, address type and ports,
+    /// for the rules that read only those (whose slice it is, who manages it, its generation).
+    pub fn without_endpoints(&self) -> &EndpointSlice {
+        &self.head
+    }
+
+    /// How many endpoints the slice has.
+    pub fn endpoint_count(&self) -> usize {
+        self.endpoints.len()
+    }
+
+    /// The whole slice, equal to the one it was made from.
+    pub fn to_slice(&self) -> EndpointSlice {
+        EndpointSlice {
+            endpoints: self
+                .endpoints
+                .iter()
+                .map(StoredEndpoint::to_endpoint)
+                .collect(),
+            ..self.head.clone()
+        }
+    }
+}
+
+impl StoredEndpoint {
+    fn new(endpoint: Endpoint) -> Self {
+        let Endpoint {
+            addresses,
+            conditions,
+            deprecated_topology,
+            hints,
+            hostname,
+            node_name,
+            target_ref,
+            zone,
+        } = endpoint;
+        let rest =
+            (deprecated_topology.is_some() || hints.is_some() || hostname.is_some()).then(|| {
+                Box::new(Uncommon {
+                    deprecated_topology,
+                    hints: hints.map(fit_hints),
+                    hostname,
+                })
+            });
+        Self {
+            addresses: addresses.into_iter().map(CompactString::from).collect(),
+            conditions,
+            node_name: compact(node_name),
+            zone: compact(zone),
+            target_ref: target_ref.map(CompactRef::new),
+            rest,
+        }
+    }
+
+    fn to_endpoint(&self) -> Endpoint {
+        let rest = self.rest.as_deref();
+        Endpoint {
+            addresses: self
+                .addresses
+                .iter()
+                .map(|a| a.as_str().to_owned())
+                .collect(),
+            conditions: self.conditions.clone(),
+            deprecated_topology: rest.and_then(|r| r.deprecated_topology.clone()),
+            hints: rest.and_then(|r| r.hints.clone()),
+            hostname: rest.and_then(|r| r.hostname.clone()),
+            node_name: string(&self.node_name),
+            target_ref: self.target_ref.as_ref().map(CompactRef::to_object_ref),
+            zone: string(&self.zone),
+        }
+    }
+}
+
+/// Hints trimmed to their length (decoding grows lists by doubling).
+fn fit_hints(mut hints: EndpointHints) -> EndpointHints {
+    if let Some(zones) = hints.for_zones.as_mut() {
+        zones.shrink_to_fit();
+    }
+    if let Some(nodes) = hints.for_nodes.as_mut() {
+        nodes.shrink_to_fit();
+    }
+    hints
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A slice with every field an endpoint can carry, set, unset and set to empty values,
+    /// decoded from text as the informer decodes it.
+    fn every_field() -> EndpointSlice {
+        serde_json::from_str(
+            &json!({
+                "metadata": {
+                    "name": "web-abcde", "namespace": "shop", "generation": 3,
+                    "resourceVersion": "812", "uid": "5e7ab1f2-0000-4000-8000-000000000001",
+                    "labels": {"kubernetes.io/service-name": "web"},
+                    "annotations": {"a": "b"},
+                    "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web",
+                        "uid": "u", "controller": true, "blockOwnerDeletion": true}]
+                },
+                "addressType": "IPv4",
+                "ports": [{"name": "http", "port": 80, "protocol": "TCP", "appProtocol": "h2c"},
+                          {"name": "", "port": 53, "protocol": "UDP"}],
+                "endpoints": [
+                    {"addresses": ["10.0.0.1"],
+                     "conditions": {"ready": true, "serving": true, "terminating": false},
+                     "nodeName": "node-1", "zone": "zone-a",
+                     "targetRef": {"kind": "Pod", "namespace": "shop", "name": "web-0",
+                         "uid": "0b0c8e2c-4a43-4b6c-9d5e-2b8f0a6e7d11"}},
+                    {"addresses": ["10.0.0.2", "10.0.0.3"],
+                     "conditions": {"ready": false},
+                     "hostname": "web-1",
+                     "hints": {"forZones": [{"name": "zone-a"}, {"name": "zone-b"}],
+                               "forNodes": [{"name": "node-2"}]},
+                     "deprecatedTopology": {"kubernetes.io/hostname": "node-2"},
+                     "targetRef": {"apiVersion": "v1", "kind": "Pod", "name": "a-name-longer-than-twenty-four-bytes",
+                         "resourceVersion": "77", "fieldPath": "spec"}},
+                    {"addresses": ["10.0.0.4"], "conditions": {}, "nodeName": "", "zone": "",
+                     "targetRef": {}},
+                    {"addresses": []}
+                ]
+            })
+            .to_string(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_stored_slice_gives_back_the_slice_it_was_made_from() {
+        let slice = every_field();
+        let stored = StoredSlice::new(slice.clone());
+        assert_eq!(stored.to_slice(), slice);
+        assert_eq!(stored.endpoint_count(), 4);
+
+        let head = stored.without_endpoints();
+        assert!(head.endpoints.is_empty());
+        assert_eq!(head.metadata, slice.metadata);
+        assert_eq!(head.ports, slice.ports);
+        assert_eq!(head.address_type, slice.address_type);
+        // Decoding left room for more owners and ports than there are; the cache does not.
+        assert_eq!(
+            head.metadata.owner_references.as_ref().unwrap().capacity(),
+            1
+        );
+        assert_eq!(head.ports.as_ref().unwrap().capacity(), 2);
+
+        let empty = EndpointSlice::default();
+        assert_eq!(StoredSlice::new(empty.clone()).to_slice(), empty);
+    }
+
+    #[test]
+    fn a_stored_endpoint_is_half_the_size_of_a_decoded_one() {
+        // Inline sizes only; the heap blocks shrink further (one address and the pod's uid
+        // instead of eight strings).
+        assert!(std::mem::size_of::<StoredEndpoint>() <= 184);
+        assert!(std::mem::size_of::<Endpoint>() >= 2 * 170);
+    }
+}
