@@ -9,7 +9,9 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::watcher;
 use kube::{Api, Client};
 use reconcile::keys::ServiceKey;
-use reconcile::projection::{LabelSet, NodeInfo, PartialPod, PodInfo, ServiceInfo};
+use reconcile::projection::{
+    LabelSet, NodeInfo, PartialPod, PodInfo, ServiceInfo, StoredEndpoints, StoredSlice,
+};
 use reconcile::selector::selector_matches;
 use std::sync::Arc;
 
@@ -22,12 +24,12 @@ pub struct Stores {
     pub services: Store<ServiceInfo>,
     /// Nodes (projections).
     pub nodes: Store<NodeInfo>,
-    /// EndpointSlices.
-    pub slices: Store<EndpointSlice>,
+    /// EndpointSlices, their endpoints kept compact.
+    pub slices: Store<StoredSlice>,
     /// Slices by (namespace, service-name label).
-    pub slices_by_service: Index<EndpointSlice, (String, String)>,
-    /// v1 Endpoints.
-    pub endpoints: Store<Endpoints>,
+    pub slices_by_service: Index<StoredSlice, (String, String)>,
+    /// v1 Endpoints, their addresses kept compact.
+    pub endpoints: Store<StoredEndpoints>,
     /// Pods by label pair, Services by selector pair.
     pub labels: crate::label_index::LabelIndex,
 }
@@ -86,10 +88,20 @@ impl Stores {
         reconcile::membership::services_to_queue(change, &before, &now)
     }
 
-    /// The slices labelled with a Service's name.
+    /// The slices labelled with a Service's name, whole.
     pub fn slices_of(&self, key: &ServiceKey) -> Vec<Arc<EndpointSlice>> {
         self.slices_by_service
             .get(&(key.namespace.clone(), key.name.clone()))
+            .iter()
+            .map(|slice| Arc::new(slice.to_slice()))
+            .collect()
+    }
+
+    /// The Endpoints object of a Service, whole.
+    pub fn endpoints_of(&self, key: &ServiceKey) -> Option<Endpoints> {
+        self.endpoints
+            .get(&ObjectKey::new(&key.namespace, &key.name))
+            .map(|endpoints| endpoints.to_endpoints())
     }
 }
 
@@ -98,8 +110,8 @@ pub struct Informers {
     pods: Informer<PartialPod, PodInfo>,
     services: Informer<Service, ServiceInfo>,
     nodes: Informer<Node, NodeInfo>,
-    slices: Informer<EndpointSlice, EndpointSlice>,
-    endpoints: Informer<Endpoints, Endpoints>,
+    slices: Informer<EndpointSlice, StoredSlice>,
+    endpoints: Informer<Endpoints, StoredEndpoints>,
     /// The stores they fill.
     pub stores: Stores,
     /// What the slice and Endpoints informers saw in managedFields before dropping them.
@@ -115,9 +127,9 @@ pub struct Handlers {
     /// Node events.
     pub nodes: Vec<Arc<dyn Handler<NodeInfo>>>,
     /// EndpointSlice events.
-    pub slices: Vec<Arc<dyn Handler<EndpointSlice>>>,
+    pub slices: Vec<Arc<dyn Handler<StoredSlice>>>,
     /// Endpoints events.
-    pub endpoints: Vec<Arc<dyn Handler<Endpoints>>>,
+    pub endpoints: Vec<Arc<dyn Handler<StoredEndpoints>>>,
 }
 
 struct Fanout<P>(Vec<Arc<dyn Handler<P>>>);
@@ -136,7 +148,8 @@ impl<P> Handler<P> for Fanout<P> {
 
 impl Informers {
     /// Informers over all namespaces. Objects are projected to the compact views of
-    /// `reconcile::projection`; slices and Endpoints are kept whole (they are ours).
+    /// `reconcile::projection`; slices and Endpoints are kept in full, with their endpoints and
+    /// addresses in a compact form (`StoredSlice`, `StoredEndpoints`).
     pub fn new(client: &Client) -> Self {
         // The first state comes as a streaming list (a watch with `sendInitialEvents`, what
         // kube-apiserver calls WatchList, on by default since v1.34): served from the watch
@@ -163,8 +176,7 @@ impl Informers {
             move |mut s: EndpointSlice| {
                 tap.slice(&s);
                 s.metadata.managed_fields = None;
-                crate::informer::fit::fit_slice(&mut s);
-                Some(Arc::new(s))
+                Some(Arc::new(StoredSlice::new(s)))
             }
         });
         let endpoints = Informer::new(Api::<Endpoints>::all(client.clone()), cfg(), {
@@ -172,8 +184,7 @@ impl Informers {
             move |mut e: Endpoints| {
                 tap.endpoints(&e);
                 e.metadata.managed_fields = None;
-                crate::informer::fit::fit_endpoints(&mut e);
-                Some(Arc::new(e))
+                Some(Arc::new(StoredEndpoints::new(e)))
             }
         });
         let slice_store = slices.store();
@@ -181,8 +192,8 @@ impl Informers {
             pods: pods.store(),
             services: services.store(),
             nodes: nodes.store(),
-            slices_by_service: slice_store.add_index(|key: &ObjectKey, s: &EndpointSlice| {
-                reconcile::slice::service_name_of(s)
+            slices_by_service: slice_store.add_index(|key: &ObjectKey, s: &StoredSlice| {
+                reconcile::slice::service_name_of(s.without_endpoints())
                     .map(|name| (key.namespace.to_string(), name.to_owned()))
             }),
             slices: slice_store,

@@ -34,7 +34,7 @@ use reconcile::labels::{
     ENDPOINTS_CONTROLLER_NAME, ENDPOINTS_MANAGED_BY, MIRRORING_CONTROLLER_NAME, SERVICE_NAME,
     SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY,
 };
-use reconcile::projection::ServiceInfo;
+use reconcile::projection::{ServiceInfo, StoredEndpoints, StoredSlice};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -392,27 +392,27 @@ fn key_of(meta: &ObjectMeta) -> Option<ObjectKey> {
     ))
 }
 
-impl Handler<EndpointSlice> for MigrationGuard {
-    fn on_add(&self, new: &Arc<EndpointSlice>) {
-        self.check_slice(new);
+impl Handler<StoredSlice> for MigrationGuard {
+    fn on_add(&self, new: &Arc<StoredSlice>) {
+        self.check_slice(new.without_endpoints());
     }
-    fn on_update(&self, _old: &Arc<EndpointSlice>, new: &Arc<EndpointSlice>) {
-        self.check_slice(new);
+    fn on_update(&self, _old: &Arc<StoredSlice>, new: &Arc<StoredSlice>) {
+        self.check_slice(new.without_endpoints());
     }
-    fn on_delete(&self, old: &Arc<EndpointSlice>) {
-        self.forget(Kind::EndpointSlice, &old.metadata);
+    fn on_delete(&self, old: &Arc<StoredSlice>) {
+        self.forget(Kind::EndpointSlice, &old.without_endpoints().metadata);
     }
 }
 
-impl Handler<Endpoints> for MigrationGuard {
-    fn on_add(&self, new: &Arc<Endpoints>) {
-        self.check_endpoints(new);
+impl Handler<StoredEndpoints> for MigrationGuard {
+    fn on_add(&self, new: &Arc<StoredEndpoints>) {
+        self.check_endpoints(new.without_subsets());
     }
-    fn on_update(&self, _old: &Arc<Endpoints>, new: &Arc<Endpoints>) {
-        self.check_endpoints(new);
+    fn on_update(&self, _old: &Arc<StoredEndpoints>, new: &Arc<StoredEndpoints>) {
+        self.check_endpoints(new.without_subsets());
     }
-    fn on_delete(&self, old: &Arc<Endpoints>) {
-        self.forget(Kind::Endpoints, &old.metadata);
+    fn on_delete(&self, old: &Arc<StoredEndpoints>) {
+        self.forget(Kind::Endpoints, &old.without_subsets().metadata);
     }
 }
 

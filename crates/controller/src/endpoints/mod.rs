@@ -79,6 +79,7 @@ impl EndpointsController {
     /// deleted. Leader-election records kept in Endpoints are left alone.
     pub fn queue_leftovers(&self) {
         for endpoints in self.workers.stores().endpoints.list() {
+            let endpoints = endpoints.without_subsets();
             let annotated = endpoints
                 .metadata
                 .annotations

@@ -35,9 +35,7 @@ impl EndpointsController {
         }
         let pods = stores.pods_of(&service);
         let pod_refs: Vec<&PodInfo> = pods.iter().map(|p| &**p).collect();
-        let current = stores
-            .endpoints
-            .get(&ObjectKey::new(&key.namespace, &key.name));
+        let current = stores.endpoints_of(key);
         let plan = {
             let mut state = self.state.lock();
             let current_rv = current
@@ -54,7 +52,7 @@ impl EndpointsController {
             plan_endpoints(&EndpointsInput {
                 service: &service,
                 pods: &pod_refs,
-                current: current.as_deref(),
+                current: current.as_ref(),
                 trigger_time,
             })
         };
@@ -68,7 +66,7 @@ impl EndpointsController {
                     "update Endpoints {key}: {} (the cluster holds {})",
                     describe(object),
                     current
-                        .as_deref()
+                        .as_ref()
                         .map_or_else(|| "nothing".to_owned(), describe)
                 )],
             };
@@ -79,7 +77,7 @@ impl EndpointsController {
             EndpointsAction::Unchanged => Ok(()),
             EndpointsAction::Create(object) => self.create(key, &object).await,
             EndpointsAction::Update(object) => {
-                let replaced = self.update(key, current.as_deref(), &object).await?;
+                let replaced = self.update(key, current.as_ref(), &object).await?;
                 // Remember the version we replaced: if the cache hands it back, it is stale.
                 if replaced.new_rv != replaced.old_rv {
                     self.state.lock().stale.replaced(key, &replaced.old_rv);

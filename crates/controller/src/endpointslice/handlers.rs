@@ -4,7 +4,7 @@ use super::{EndpointSliceController, TopologyKey};
 use crate::informer::Handler;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::keys::ServiceKey;
-use reconcile::projection::NodeInfo;
+use reconcile::projection::{NodeInfo, StoredSlice};
 use reconcile::slice::{is_managed_by_us, service_name_of};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,13 +25,15 @@ impl EndpointSliceController {
 }
 
 /// EndpointSlice events: only changes we did not make ourselves resync the Service.
-impl Handler<EndpointSlice> for EndpointSliceController {
-    fn on_add(&self, slice: &Arc<EndpointSlice>) {
+impl Handler<StoredSlice> for EndpointSliceController {
+    fn on_add(&self, slice: &Arc<StoredSlice>) {
+        let slice = slice.without_endpoints();
         if is_managed_by_us(slice) && self.state.lock().tracker.should_sync(slice) {
             self.queue_for_slice(slice);
         }
     }
-    fn on_update(&self, old: &Arc<EndpointSlice>, new: &Arc<EndpointSlice>) {
+    fn on_update(&self, old: &Arc<StoredSlice>, new: &Arc<StoredSlice>) {
+        let (old, new) = (old.without_endpoints(), new.without_endpoints());
         if service_name_of(old) != service_name_of(new) {
             self.queue_for_slice(new);
             self.queue_for_slice(old);
@@ -44,7 +46,8 @@ impl Handler<EndpointSlice> for EndpointSliceController {
             self.queue_for_slice(new);
         }
     }
-    fn on_delete(&self, slice: &Arc<EndpointSlice>) {
+    fn on_delete(&self, slice: &Arc<StoredSlice>) {
+        let slice = slice.without_endpoints();
         if !is_managed_by_us(slice) {
             return;
         }

@@ -9,7 +9,6 @@
 //! [`Synced`] reports when the first complete list has been applied, which is when
 //! controllers may start their workers.
 
-pub mod fit;
 pub mod relist;
 pub mod resource_versions;
 pub mod store;

@@ -4,10 +4,8 @@
 use super::MirroringController;
 use crate::informer::Handler;
 use crate::worker::queue_after;
-use k8s_openapi::api::core::v1::Endpoints;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::mirroring::triggers;
-use reconcile::projection::ServiceInfo;
+use reconcile::projection::{ServiceInfo, StoredEndpoints, StoredSlice};
 use std::sync::Arc;
 
 impl MirroringController {
@@ -37,30 +35,36 @@ impl Handler<ServiceInfo> for MirroringController {
 }
 
 /// Endpoints events matter while the object may be mirrored, or just stopped being so.
-impl Handler<Endpoints> for MirroringController {
-    fn on_add(&self, endpoints: &Arc<Endpoints>) {
-        self.queue_now(triggers::on_endpoints_event(None, Some(endpoints)));
+impl Handler<StoredEndpoints> for MirroringController {
+    fn on_add(&self, endpoints: &Arc<StoredEndpoints>) {
+        let new = endpoints.without_subsets();
+        self.queue_now(triggers::on_endpoints_event(None, Some(new)));
     }
-    fn on_update(&self, old: &Arc<Endpoints>, new: &Arc<Endpoints>) {
+    fn on_update(&self, old: &Arc<StoredEndpoints>, new: &Arc<StoredEndpoints>) {
+        let (old, new) = (old.without_subsets(), new.without_subsets());
         self.queue_now(triggers::on_endpoints_event(Some(old), Some(new)));
     }
-    fn on_delete(&self, endpoints: &Arc<Endpoints>) {
-        self.queue_now(triggers::on_endpoints_event(Some(endpoints), None));
+    fn on_delete(&self, endpoints: &Arc<StoredEndpoints>) {
+        let old = endpoints.without_subsets();
+        self.queue_now(triggers::on_endpoints_event(Some(old), None));
     }
 }
 
 /// Slice events matter for mirrored slices someone else changed; the tracker recognises the
 /// echoes of our own writes.
-impl Handler<EndpointSlice> for MirroringController {
-    fn on_add(&self, slice: &Arc<EndpointSlice>) {
+impl Handler<StoredSlice> for MirroringController {
+    fn on_add(&self, slice: &Arc<StoredSlice>) {
+        let slice = slice.without_endpoints();
         let key = triggers::on_slice_added(slice, &self.state.lock().tracker);
         self.queue_batched(key.into_iter().collect());
     }
-    fn on_update(&self, old: &Arc<EndpointSlice>, new: &Arc<EndpointSlice>) {
+    fn on_update(&self, old: &Arc<StoredSlice>, new: &Arc<StoredSlice>) {
+        let (old, new) = (old.without_endpoints(), new.without_endpoints());
         let keys = triggers::on_slice_updated(old, new, &self.state.lock().tracker);
         self.queue_batched(keys);
     }
-    fn on_delete(&self, slice: &Arc<EndpointSlice>) {
+    fn on_delete(&self, slice: &Arc<StoredSlice>) {
+        let slice = slice.without_endpoints();
         let key = triggers::on_slice_deleted(slice, &mut self.state.lock().tracker);
         self.queue_batched(key.into_iter().collect());
     }

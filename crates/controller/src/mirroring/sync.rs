@@ -2,7 +2,6 @@
 
 use super::MirroringController;
 use crate::events::Involved;
-use crate::informer::store::ObjectKey;
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::keys::ServiceKey;
@@ -26,9 +25,7 @@ impl MirroringController {
     async fn sync_endpoints(&self, key: &ServiceKey) -> Result<(), SyncError> {
         let stores = self.workers.stores();
         let service = stores.service(key);
-        let endpoints = stores
-            .endpoints
-            .get(&ObjectKey::new(&key.namespace, &key.name));
+        let endpoints = stores.endpoints_of(key);
         let existing: Vec<Arc<EndpointSlice>> = stores
             .slices_of(key)
             .into_iter()
@@ -38,7 +35,7 @@ impl MirroringController {
             let mut state = self.state.lock();
             let plan = plan_mirroring(&MirroringInput {
                 service: service.as_deref(),
-                endpoints: endpoints.as_deref(),
+                endpoints: endpoints.as_ref(),
                 existing: &existing,
                 max_endpoints_per_subset: self.max_endpoints_per_subset,
             });
