@@ -33,6 +33,12 @@ impl Handler<StoredSlice> for EndpointSliceController {
         }
     }
     fn on_update(&self, old: &Arc<StoredSlice>, new: &Arc<StoredSlice>) {
+        // Another object under the same name: the trackers must hear of the deletion.
+        if !old.is_same_object(new) {
+            self.on_delete(old);
+            self.on_add(new);
+            return;
+        }
         let (old, new) = (old.without_endpoints(), new.without_endpoints());
         if service_name_of(old) != service_name_of(new) {
             self.queue_for_slice(new);

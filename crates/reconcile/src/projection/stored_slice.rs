@@ -64,6 +64,14 @@ impl StoredSlice {
         &self.head
     }
 
+    /// Whether `other` is a version of the same object (the same uid), not another object
+    /// that took its name. A watch reports a delete and a create for that, but a re-list
+    /// (after a watch could not resume, or the API server came back from a backup) only
+    /// sees the name's new object in place of the old one.
+    pub fn is_same_object(&self, other: &Self) -> bool {
+        self.head.metadata.uid == other.head.metadata.uid
+    }
+
     /// How many endpoints the slice has.
     pub fn endpoint_count(&self) -> usize {
         self.endpoints.len()
@@ -208,6 +216,19 @@ mod tests {
 
         let empty = EndpointSlice::default();
         assert_eq!(StoredSlice::new(empty.clone()).to_slice(), empty);
+    }
+
+    #[test]
+    fn a_slice_is_the_same_object_while_its_uid_is() {
+        let slice = every_field();
+        let stored = StoredSlice::new(slice.clone());
+        let mut changed = slice.clone();
+        changed.metadata.generation = Some(4);
+        changed.endpoints.pop();
+        assert!(stored.is_same_object(&StoredSlice::new(changed)));
+        let mut recreated = slice;
+        recreated.metadata.uid = Some("another-uid".into());
+        assert!(!stored.is_same_object(&StoredSlice::new(recreated)));
     }
 
     #[test]
