@@ -53,24 +53,31 @@ async fn wait_for_everything(cluster: &TestCluster) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_object_is_written_again_after_the_server_restarts_with_fresh_state(
-) -> anyhow::Result<()> {
+/// The first server, populated, with the controllers running against it over TCP and done
+/// writing. It also holds 20 namespaces more than `populate` makes, so that its
+/// resourceVersion stays ahead of a second server's.
+async fn first_server() -> anyhow::Result<(ApiServerHandle, TestCluster, Controllers)> {
     let first = ApiServer::start(Config {
         bind: "127.0.0.1:0".parse()?,
         ..Config::default()
     })
     .await?;
-    let addr = first.addr();
     let cluster = cluster_of(&first);
     populate(&cluster).await?;
-    // Writes enough that the first server's resourceVersion stays ahead of the second's.
     for i in 0..20 {
         cluster.create_namespace(&format!("filler-{i}")).await?;
     }
     let client = kube::Client::try_from(kube::Config::new(first.url().parse()?))?;
     let controllers = cluster.run_controllers_with(options(), client.into()).await;
     wait_for_everything(&cluster).await;
+    Ok((first, cluster, controllers))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_object_is_written_again_after_the_server_restarts_with_fresh_state(
+) -> anyhow::Result<()> {
+    let (first, _, controllers) = first_server().await?;
+    let addr = first.addr();
     let old_version = first.server().resource_version();
 
     first.shutdown().await?;
@@ -150,20 +157,8 @@ fn uids(slices: &[k8s_openapi::api::discovery::v1::EndpointSlice]) -> Vec<String
 /// `kube-endpoints faults --restarts --first-seed 18 --seeds 1` failed on it every time.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_after_a_restore_that_recreated_the_slices_is_written() -> anyhow::Result<()> {
-    let first = ApiServer::start(Config {
-        bind: "127.0.0.1:0".parse()?,
-        ..Config::default()
-    })
-    .await?;
+    let (first, cluster, controllers) = first_server().await?;
     let addr = first.addr();
-    let cluster = cluster_of(&first);
-    populate(&cluster).await?;
-    for i in 0..20 {
-        cluster.create_namespace(&format!("filler-{i}")).await?;
-    }
-    let client = kube::Client::try_from(kube::Config::new(first.url().parse()?))?;
-    let controllers = cluster.run_controllers_with(options(), client.into()).await;
-    wait_for_everything(&cluster).await;
     let before = uids(&cluster.managed_slices("default", "web").await?);
     let objects = backup(&cluster).await?;
     first.shutdown().await?;
