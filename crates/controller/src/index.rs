@@ -88,11 +88,18 @@ impl Stores {
         reconcile::membership::services_to_queue(change, &before, &now)
     }
 
-    /// The slices labelled with a Service's name, whole.
-    pub fn slices_of(&self, key: &ServiceKey) -> Vec<Arc<EndpointSlice>> {
+    /// The slices labelled with a Service's name that `keep` accepts, whole. `keep` sees
+    /// each slice without its endpoints (it decides by metadata), so that only the slices a
+    /// sync reads are rebuilt from their stored form.
+    pub fn slices_of(
+        &self,
+        key: &ServiceKey,
+        keep: impl Fn(&EndpointSlice) -> bool,
+    ) -> Vec<Arc<EndpointSlice>> {
         self.slices_by_service
             .get(&(key.namespace.clone(), key.name.clone()))
             .iter()
+            .filter(|slice| keep(slice.without_endpoints()))
             .map(|slice| Arc::new(slice.to_slice()))
             .collect()
     }

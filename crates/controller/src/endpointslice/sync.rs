@@ -45,13 +45,9 @@ impl EndpointSliceController {
         }
         let pods: Vec<Arc<PodInfo>> = stores.pods_of(&service);
         let pod_refs: Vec<&PodInfo> = pods.iter().map(|p| &**p).collect();
-        let slices: Vec<Arc<EndpointSlice>> = stores
-            .slices_of(key)
-            .into_iter()
-            .filter(|s| {
-                is_managed_slice_of(s, &service.name) && s.metadata.deletion_timestamp.is_none()
-            })
-            .collect();
+        let slices: Vec<Arc<EndpointSlice>> = stores.slices_of(key, |s| {
+            is_managed_slice_of(s, &service.name) && s.metadata.deletion_timestamp.is_none()
+        });
         let plan = {
             let mut state = self.state.lock();
             let refs: Vec<&EndpointSlice> = slices.iter().map(|s| &**s).collect();

@@ -26,11 +26,8 @@ impl MirroringController {
         let stores = self.workers.stores();
         let service = stores.service(key);
         let endpoints = stores.endpoints_of(key);
-        let existing: Vec<Arc<EndpointSlice>> = stores
-            .slices_of(key)
-            .into_iter()
-            .filter(|s| is_mirrored_slice_of(s, &key.name))
-            .collect();
+        let existing: Vec<Arc<EndpointSlice>> =
+            stores.slices_of(key, |s| is_mirrored_slice_of(s, &key.name));
         let plan = {
             let mut state = self.state.lock();
             let plan = plan_mirroring(&MirroringInput {
