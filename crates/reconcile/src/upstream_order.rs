@@ -1,11 +1,11 @@
 //! Orderings upstream derives from hashes of Go's debug print of a value.
 //!
-//! Upstream sorts the ports of an EndpointSlice by the FNV-128a hash, and the ports of an
-//! Endpoints subset by the MD5 hash, of a `%#v`-style dump of each port (type names, field
-//! names, pointers followed). Those orders are visible in the written objects, so to write
-//! the same objects we reproduce the dump for the two port types and sort by the same hashes.
-
-use md5::{Digest, Md5};
+//! Upstream sorts the ports of an EndpointSlice, and the ports of an Endpoints subset, by the
+//! FNV-128a hash of a `%#v`-style dump of each port (type names, field names, pointers
+//! followed). Those orders are visible in the written objects, so to write the same objects
+//! we reproduce the dump for the two port types and sort by the same hash. (Endpoints ports
+//! were ordered by MD5 until upstream dropped it in the v1.35 cycle; objects written in that
+//! order are still accepted, see `endpoints::plan`.)
 
 fn ptr_string(out: &mut String, type_name: &str, value: Option<&str>) {
     out.push_str("(*");
@@ -62,11 +62,6 @@ pub fn fnv128a(data: &[u8]) -> [u8; 16] {
     hash.to_be_bytes()
 }
 
-/// MD5 of the bytes.
-pub fn md5(data: &[u8]) -> [u8; 16] {
-    Md5::digest(data).into()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,6 +77,85 @@ mod tests {
         assert_eq!(
             fnv128a(b"a"),
             0xd228cb696f1a8caf78912b704e4a8964u128.to_be_bytes()
+        );
+    }
+
+    /// Every port list of more than one port that upstream wrote in the corpus, taken apart
+    /// and sorted again by our hash, comes out in the order upstream recorded. Tallies how
+    /// many lists of each kind, with and without appProtocol, were checked.
+    #[test]
+    fn ports_sort_into_the_orders_upstream_recorded_in_the_corpus() {
+        use k8s_openapi::api::core::v1::Endpoints;
+        use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+        fn reorderings<T: Clone>(list: &[T]) -> Vec<Vec<T>> {
+            let mut reversed = list.to_vec();
+            reversed.reverse();
+            let mut rotated = list.to_vec();
+            rotated.rotate_left(1);
+            vec![reversed, rotated]
+        }
+        fn check<T: Clone + PartialEq + std::fmt::Debug>(
+            recorded: &[T],
+            sort: fn(&mut [T]),
+            what: &str,
+        ) {
+            for mut list in reorderings(recorded) {
+                sort(&mut list);
+                assert_eq!(list, recorded, "{what}");
+            }
+        }
+
+        let corpus =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");
+        // (endpoints, slices) x (without, with appProtocol)
+        let mut checked = [[0usize; 2]; 2];
+        for case in std::fs::read_dir(&corpus).expect("the conformance corpus") {
+            let path = case.unwrap().path().join("upstream.json");
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let recorded: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let list = |key: &str| recorded[key].as_array().cloned().unwrap_or_default();
+            for value in list("endpoints") {
+                let endpoints: Endpoints = serde_json::from_value(value).unwrap();
+                for ports in endpoints
+                    .subsets
+                    .iter()
+                    .flatten()
+                    .filter_map(|s| s.ports.as_ref())
+                {
+                    if ports.len() > 1 {
+                        let what = format!(
+                            "{}: Endpoints {:?}",
+                            path.display(),
+                            endpoints.metadata.name
+                        );
+                        check(ports, crate::endpoints::repack::sort_ports, &what);
+                        checked[0][usize::from(ports.iter().any(|p| p.app_protocol.is_some()))] +=
+                            1;
+                    }
+                }
+            }
+            for value in list("endpointslices") {
+                let slice: EndpointSlice = serde_json::from_value(value).unwrap();
+                let Some(ports) = slice.ports.as_ref().filter(|p| p.len() > 1) else {
+                    continue;
+                };
+                let what = format!(
+                    "{}: EndpointSlice {:?}",
+                    path.display(),
+                    slice.metadata.name
+                );
+                check(ports, crate::slice::port_groups::sort_ports, &what);
+                checked[1][usize::from(ports.iter().any(|p| p.app_protocol.is_some()))] += 1;
+            }
+        }
+        // The corpus records multi-port slices with and without appProtocol, and a multi-port
+        // Endpoints subset with appProtocol (public-appprotocol-ports); none without.
+        assert!(
+            checked[0][1] > 0 && checked[1][0] > 0 && checked[1][1] > 0,
+            "port lists checked, [Endpoints, slices] x [without, with appProtocol]: {checked:?}"
         );
     }
 

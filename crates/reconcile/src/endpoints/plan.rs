@@ -1,6 +1,6 @@
 //! One sync of one Service's v1 Endpoints object.
 
-use crate::endpoints::repack::repack;
+use crate::endpoints::repack::{repack, repack_subsets};
 use crate::endpoints::subsets::addresses_on_ports;
 use crate::endpoints::truncate::truncate;
 use crate::endpoints::{MAX_ADDRESSES, OVER_CAPACITY};
@@ -61,7 +61,7 @@ pub fn plan_endpoints(input: &EndpointsInput<'_>) -> EndpointsPlan {
         // the rest with the Service's labels, so an object that only lacks them is left alone.
         let same_labels = own_labels_removed(current.metadata.labels.as_ref()) == service.labels;
         if same_labels
-            && subsets_equal(current_subsets, &subsets)
+            && same_subsets(current_subsets, &subsets)
             && capacity_annotation_consistent(
                 current.metadata.annotations.as_ref(),
                 current_subsets,
@@ -123,6 +123,14 @@ fn own_labels_removed(labels: Option<&BTreeMap<String, String>>) -> BTreeMap<Str
     labels.remove(HEADLESS);
     labels.remove(ENDPOINTS_MANAGED_BY);
     labels
+}
+
+/// Whether the current subsets already say what the planned ones say. When they differ as
+/// written, they are compared once more in the canonical layout: an object written by an
+/// older kube-controller-manager, which ordered ports by another hash, is then left alone
+/// rather than rewritten for its order alone (upstream compares twice in the same way).
+fn same_subsets(current: &[EndpointSubset], planned: &[EndpointSubset]) -> bool {
+    subsets_equal(current, planned) || subsets_equal(&repack_subsets(current), planned)
 }
 
 /// Subsets compared as multisets, ignoring targetRef resourceVersions and nil-versus-empty

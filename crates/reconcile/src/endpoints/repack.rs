@@ -3,9 +3,14 @@
 //! Addresses are de-duplicated by IP and pod UID; on any one port a not-ready report beats a
 //! ready one; ports offered by exactly the same addresses (with the same readiness) share a
 //! subset; addresses are sorted by IP bytes then UID, ports in upstream's hash order.
+//!
+//! [`repack_subsets`] brings existing subsets into the same layout: the mirroring controller
+//! mirrors hand-written Endpoints that way, and the Endpoints controller compares with it, so
+//! an object written in another order (by an older kube-controller-manager) is not rewritten
+//! for its order alone.
 
 use crate::endpoints::subsets::{AddressOnPort, PortSpec};
-use crate::upstream_order::{endpoints_port_dump, md5};
+use crate::upstream_order::{endpoints_port_dump, fnv128a};
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset};
 use std::collections::BTreeMap;
 
@@ -86,21 +91,68 @@ pub fn repack(items: Vec<AddressOnPort>) -> Vec<EndpointSubset> {
     subsets
 }
 
+/// Repacks existing subsets into the canonical layout (the input is not modified).
+pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
+    repack(addresses_on_ports(subsets))
+}
+
+/// Flattens subsets into the repacker's input: every address on every port of its subset (or
+/// on no port when the subset has none), ready addresses before not-ready ones, so the first
+/// copy of an address is the one upstream keeps.
+fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort> {
+    let mut items = Vec::new();
+    for subset in subsets {
+        let ports: Vec<Option<PortSpec>> = match subset.ports.as_deref() {
+            Some(ports) if !ports.is_empty() => ports
+                .iter()
+                .map(|p| {
+                    Some(PortSpec {
+                        name: p.name.clone().unwrap_or_default(),
+                        port: p.port,
+                        protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_owned()),
+                        app_protocol: p.app_protocol.clone(),
+                    })
+                })
+                .collect(),
+            _ => vec![None],
+        };
+        for port in ports {
+            let ready = subset.addresses.iter().flatten().map(|a| (a, true));
+            let not_ready = subset
+                .not_ready_addresses
+                .iter()
+                .flatten()
+                .map(|a| (a, false));
+            for (address, ready) in ready.chain(not_ready) {
+                items.push(AddressOnPort {
+                    address: address.clone(),
+                    port: port.clone(),
+                    ready,
+                });
+            }
+        }
+    }
+    items
+}
+
 /// Sorts addresses by IP bytes, then pod UID.
 pub fn sort_addresses(addresses: &mut [EndpointAddress]) {
     addresses.sort_by_cached_key(address_key);
 }
 
-/// Sorts subset ports by the MD5 of their debug dump, as upstream does.
+/// Sorts subset ports by the FNV-128a hash of their debug dump, as upstream does since v1.35
+/// (it used MD5 before).
 pub fn sort_ports(ports: &mut [EndpointPort]) {
     ports.sort_by_cached_key(|p| {
-        md5(endpoints_port_dump(
-            p.name.as_deref().unwrap_or(""),
-            p.port,
-            p.protocol.as_deref().unwrap_or(""),
-            p.app_protocol.as_deref(),
+        fnv128a(
+            endpoints_port_dump(
+                p.name.as_deref().unwrap_or(""),
+                p.port,
+                p.protocol.as_deref().unwrap_or(""),
+                p.app_protocol.as_deref(),
+            )
+            .as_bytes(),
         )
-        .as_bytes())
     });
 }
 

@@ -9,8 +9,7 @@
 //! hostname, targetRef name) within a group collapse into one, the later winning.
 
 use crate::address_family::AddressType;
-use crate::endpoints::repack::repack;
-use crate::endpoints::subsets::{AddressOnPort, PortSpec};
+use crate::endpoints::repack::repack_subsets;
 use crate::mirroring::address::{address_to_endpoint, slice_ports};
 use crate::slice::endpoint::EndpointKey;
 use crate::slice::port_groups::PortGroupKey;
@@ -127,7 +126,7 @@ pub struct DesiredState {
 pub fn desired_state(subsets: &[EndpointSubset], max_per_subset: usize) -> DesiredState {
     let mut state = DesiredState::default();
     let mut positions: HashMap<GroupKey, usize> = HashMap::new();
-    for subset in repack(addresses_on_ports(subsets)) {
+    for subset in repack_subsets(subsets) {
         let ports = slice_ports(subset.ports.as_deref().unwrap_or_default());
         let mut group_of = |address_type: AddressType, state: &mut DesiredState| -> usize {
             let key = GroupKey::new(address_type, &ports);
@@ -173,45 +172,6 @@ pub fn desired_state(subsets: &[EndpointSubset], max_per_subset: usize) -> Desir
         state.skipped += total - added;
     }
     state
-}
-
-/// Flattens subsets into the repacker's input: every address on every port of its subset (or
-/// on no port when the subset has none), ready addresses before not-ready ones, so the first
-/// copy of an address is the one upstream keeps.
-fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort> {
-    let mut items = Vec::new();
-    for subset in subsets {
-        let ports: Vec<Option<PortSpec>> = match subset.ports.as_deref() {
-            Some(ports) if !ports.is_empty() => ports
-                .iter()
-                .map(|p| {
-                    Some(PortSpec {
-                        name: p.name.clone().unwrap_or_default(),
-                        port: p.port,
-                        protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_owned()),
-                        app_protocol: p.app_protocol.clone(),
-                    })
-                })
-                .collect(),
-            _ => vec![None],
-        };
-        for port in ports {
-            let ready = subset.addresses.iter().flatten().map(|a| (a, true));
-            let not_ready = subset
-                .not_ready_addresses
-                .iter()
-                .flatten()
-                .map(|a| (a, false));
-            for (address, ready) in ready.chain(not_ready) {
-                items.push(AddressOnPort {
-                    address: address.clone(),
-                    port: port.clone(),
-                    ready,
-                });
-            }
-        }
-    }
-    items
 }
 
 #[cfg(test)]

@@ -178,6 +178,70 @@ fn no_write_when_subsets_and_labels_already_match() {
     );
 }
 
+/// The port order an older kube-controller-manager (before v1.35) wrote: by the MD5 of each
+/// port's debug dump.
+fn sort_ports_by_md5(ports: &mut [k8s_openapi::api::core::v1::EndpointPort]) {
+    use crate::upstream_order::endpoints_port_dump;
+    use md5::{Digest, Md5};
+    ports.sort_by_cached_key(|p| {
+        let dump = endpoints_port_dump(
+            p.name.as_deref().unwrap_or(""),
+            p.port,
+            p.protocol.as_deref().unwrap_or(""),
+            p.app_protocol.as_deref(),
+        );
+        <[u8; 16]>::from(Md5::digest(dump.as_bytes()))
+    });
+}
+
+#[test]
+fn an_object_in_the_old_md5_port_order_is_not_rewritten_for_its_order_alone() {
+    // The ports of the corpus case public-appprotocol-ports, whose MD5 order (web, admin,
+    // stream) differs from their FNV-128a order (admin, web, stream).
+    let svc = service("web")
+        .port(service_port("web", 443).target(8443).app_protocol("https"))
+        .port(service_port("admin", 9000))
+        .port(
+            service_port("stream", 5000)
+                .protocol("UDP")
+                .app_protocol("kubernetes.io/ws"),
+        )
+        .build();
+    let pods = vec![pod("a").ip("10.0.0.1").ready(true).build()];
+    let mut existing = object(&plan(&svc, &pods, None));
+    existing.metadata.resource_version = Some("7".into());
+    let ports = existing.subsets.as_mut().unwrap()[0]
+        .ports
+        .as_mut()
+        .unwrap();
+    let fnv_order: Vec<_> = ports.iter().map(|p| p.name.clone()).collect();
+    sort_ports_by_md5(ports);
+    let md5_order: Vec<_> = ports.iter().map(|p| p.name.clone()).collect();
+    assert_ne!(
+        fnv_order, md5_order,
+        "the two hashes must order these ports apart"
+    );
+
+    assert_eq!(
+        plan(&svc, &pods, Some(&existing)).action,
+        EndpointsAction::Unchanged
+    );
+
+    // Any real change is still written, and then in the current order.
+    let more = vec![
+        pod("a").ip("10.0.0.1").ready(true).build(),
+        pod("b").ip("10.0.0.2").ready(true).build(),
+    ];
+    let written = object(&plan(&svc, &more, Some(&existing)));
+    let written_order: Vec<_> = written.subsets.unwrap()[0]
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| p.name.clone())
+        .collect();
+    assert_eq!(written_order, fnv_order);
+}
+
 #[test]
 fn changes_update_the_existing_object_keeping_its_resource_version() {
     let mut existing = object(&plan(&web(), &[], None));
