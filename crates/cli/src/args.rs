@@ -4,89 +4,20 @@ use anyhow::{bail, Result};
 use clap::Args;
 use controller::config::Settings;
 use controller::secure_serving::{CertSource, SecureServingSettings, DEFAULT_SECURE_PORT};
+pub use kube_endpoints::flags::{parse_duration, EnabledControllers, OutputFlags, TuningFlags};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Parses a Go-style duration: `0`, `500ms`, `15s`, `1m30s`, `2h`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let mut total = Duration::ZERO;
-    let mut rest = s;
-    if rest.is_empty() {
-        return Err("empty duration".into());
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| format!("{s:?}: missing unit (e.g. 1s)"))?;
-        let (number, tail) = rest.split_at(digits);
-        let value: f64 = number
-            .parse()
-            .map_err(|_| format!("{s:?}: bad number {number:?}"))?;
-        let unit_len = tail
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, next) = tail.split_at(unit_len);
-        let seconds = match unit {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            other => return Err(format!("{s:?}: unknown unit {other:?}")),
-        };
-        // Go's time.ParseDuration refuses anything past i64::MAX nanoseconds (about 292
-        // years); so do we, rather than panic in the conversion or in later clock arithmetic.
-        total = Duration::try_from_secs_f64(value * seconds)
-            .ok()
-            .and_then(|part| total.checked_add(part))
-            .filter(|t| *t <= MAX_DURATION)
-            .ok_or_else(|| format!("{s:?}: out of range (at most 2562047h)"))?;
-        rest = next;
-    }
-    Ok(total)
-}
-
-/// The longest duration Go's `time.Duration` holds: i64::MAX nanoseconds.
-const MAX_DURATION: Duration = Duration::from_nanos(i64::MAX as u64);
-
 /// Flags shared by `run` and `dev`.
 #[derive(Debug, Args, Clone)]
 pub struct ControllerFlags {
-    /// Controllers to run, as kube-controller-manager reads the list: `*` (all three),
-    /// `endpoints-controller` (`endpoint`), `endpointslice-controller` (`endpointslice`),
-    /// `endpointslice-mirroring-controller` (`endpointslicemirroring`); `-name` disables one.
-    #[arg(long, value_delimiter = ',', default_value = "*")]
-    pub controllers: Vec<String>,
-    /// Number of Endpoints syncs done at once.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
-    pub concurrent_endpoint_syncs: u32,
-    /// Number of EndpointSlice syncs done at once (1 to 50).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
-    pub concurrent_service_endpoint_syncs: u32,
-    /// Maximum endpoints in one EndpointSlice (1 to 1000).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub max_endpoints_per_slice: u32,
-    /// How long pod events wait before the Endpoints controller syncs (batches changes).
-    #[arg(long, default_value = "0", value_parser = parse_duration)]
-    pub endpoint_updates_batch_period: Duration,
-    /// How long pod events wait before the EndpointSlice controller syncs.
-    #[arg(long, default_value = "0", value_parser = parse_duration)]
-    pub endpointslice_updates_batch_period: Duration,
-    /// Number of syncs the EndpointSlice mirroring controller does at once (1 to 50).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=50))]
-    pub mirroring_concurrent_service_endpoint_syncs: u32,
-    /// Maximum endpoints the mirroring controller puts in one EndpointSlice (1 to 1000).
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub mirroring_max_endpoints_per_subset: u32,
-    /// How long Endpoints events wait before the mirroring controller syncs.
-    #[arg(long, default_value = "0", value_parser = parse_duration)]
-    pub mirroring_endpointslice_updates_batch_period: Duration,
+    /// Which controllers run and what they write.
+    #[command(flatten)]
+    pub output: OutputFlags,
+    /// Workers and batching.
+    #[command(flatten)]
+    pub tuning: TuningFlags,
     /// Client-side limit of requests per second to the API server.
     #[arg(long, default_value_t = 20.0)]
     pub kube_api_qps: f32,
@@ -262,77 +193,6 @@ pub struct LoggingFlags {
     pub logging_format: LoggingFormat,
 }
 
-/// Which controllers a `--controllers` list enables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EnabledControllers {
-    /// The Endpoints controller.
-    pub endpoints: bool,
-    /// The EndpointSlice controller.
-    pub endpoint_slices: bool,
-    /// The EndpointSlice mirroring controller.
-    pub mirroring: bool,
-}
-
-/// A controller kube-endpoints runs, by the names kube-controller-manager accepts for it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Known {
-    Endpoints,
-    EndpointSlices,
-    Mirroring,
-}
-
-fn known(name: &str) -> Option<Known> {
-    match name {
-        "endpoints-controller" | "endpoint" | "endpoints" => Some(Known::Endpoints),
-        "endpointslice-controller" | "endpointslice" | "endpointslices" => {
-            Some(Known::EndpointSlices)
-        }
-        "endpointslice-mirroring-controller" | "endpointslicemirroring" => Some(Known::Mirroring),
-        _ => None,
-    }
-}
-
-/// Reads a `--controllers` list as kube-controller-manager does: a controller named with a
-/// leading `-` is off, one named plainly is on, and otherwise `*` turns it on; the order of
-/// the items does not matter. A list that enables none of the three is an error.
-pub fn enabled_controllers(list: &[String]) -> Result<EnabledControllers> {
-    let mut star = false;
-    let mut on = Vec::new();
-    let mut off = Vec::new();
-    for item in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
-        if item == "*" {
-            star = true;
-            continue;
-        }
-        let (name, disable) = match item.strip_prefix('-') {
-            Some(name) => (name, true),
-            None => (item, false),
-        };
-        let Some(which) = known(name) else {
-            bail!(
-                "--controllers: unknown controller {name:?} (kube-endpoints runs \
-                 endpoints-controller, endpointslice-controller and \
-                 endpointslice-mirroring-controller, or `*` for all)"
-            );
-        };
-        if disable {
-            off.push(which);
-        } else {
-            on.push(which);
-        }
-    }
-    let enabled = |which| !off.contains(&which) && (on.contains(&which) || star);
-    let enabled = EnabledControllers {
-        endpoints: enabled(Known::Endpoints),
-        endpoint_slices: enabled(Known::EndpointSlices),
-        mirroring: enabled(Known::Mirroring),
-    };
-    if !(enabled.endpoints || enabled.endpoint_slices || enabled.mirroring) {
-        bail!("--controllers {:?} enables no controller", list.join(","));
-    }
-    Ok(enabled)
-}
-
 /// kube-controller-manager flags for controllers or features kube-endpoints does not have,
 /// by exact name or (ending in `-`) by prefix.
 const FOREIGN_FLAGS: &[&str] = &[
@@ -409,24 +269,21 @@ pub fn reject_foreign_flags<S: AsRef<str>>(args: &[S]) -> Result<()> {
 impl ControllerFlags {
     /// The enabled controllers.
     pub fn enabled(&self) -> Result<EnabledControllers> {
-        enabled_controllers(&self.controllers)
+        self.output.enabled()
     }
 
     /// Settings for the controller crate.
     pub fn settings(&self, kubeconfig: Option<PathBuf>) -> Result<Settings> {
-        let mut s = Settings {
-            concurrent_endpoint_syncs: self.concurrent_endpoint_syncs,
-            concurrent_service_endpoint_syncs: self.concurrent_service_endpoint_syncs,
-            max_endpoints_per_slice: self.max_endpoints_per_slice,
-            endpoint_updates_batch_period: self.endpoint_updates_batch_period,
-            endpointslice_updates_batch_period: self.endpointslice_updates_batch_period,
-            mirroring_concurrent_service_endpoint_syncs: self
-                .mirroring_concurrent_service_endpoint_syncs,
-            mirroring_max_endpoints_per_subset: self.mirroring_max_endpoints_per_subset,
-            mirroring_endpointslice_updates_batch_period: self
-                .mirroring_endpointslice_updates_batch_period,
-            ..Settings::default()
+        let mut options = controller::Options {
+            settings: Settings::default(),
+            endpoints: true,
+            endpoint_slices: true,
+            mirroring: true,
+            shadow: None,
         };
+        self.output.apply(&mut options)?;
+        self.tuning.apply(&mut options.settings);
+        let mut s = options.settings;
         s.client.kubeconfig = kubeconfig;
         s.client.qps = self.kube_api_qps;
         s.client.burst = self.kube_api_burst;
@@ -438,28 +295,5 @@ impl ControllerFlags {
             bail!("--kube-api-qps must be positive, got {}", self.kube_api_qps);
         }
         Ok(s)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn go_durations_parse() {
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        assert_eq!(parse_duration("15s"), Ok(Duration::from_secs(15)));
-        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert!(parse_duration("5").is_err());
-        assert!(parse_duration("5x").is_err());
-    }
-
-    #[test]
-    fn durations_past_gos_range_are_refused_without_panicking() {
-        assert!(parse_duration("2562047h").is_ok());
-        for huge in ["2562048h", "99999999999999999999999999h", "1e400s"] {
-            assert!(parse_duration(huge).is_err(), "{huge}");
-        }
     }
 }

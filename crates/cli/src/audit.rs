@@ -1,7 +1,8 @@
 //! `audit`: would our controllers write what this cluster holds?
 //!
-//! The cluster is read with list requests only. Its Namespaces, Nodes, Services and Pods go
-//! into an in-process embedded API server, the controllers run there from scratch (the code
+//! The cluster is read with list requests only. Its Namespaces, Nodes, Services and Pods, and
+//! the hand-written Endpoints of Services without a selector, go into an in-process embedded
+//! API server, the controllers run there from scratch (the code
 //! path `run` and `plan` use), and what they wrote is compared, Service by Service, with the
 //! Endpoints and EndpointSlices the cluster has, by the conformance corpus' comparison rules
 //! for dynamic cases: names, uids, resourceVersions and timestamps are ignored, and so is what
@@ -19,12 +20,12 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// What the audit reads.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct AuditScope {
     /// Only this namespace (all when `None`).
     pub namespace: Option<String>,
-    /// `--max-endpoints-per-slice` the cluster's controller runs with.
-    pub max_endpoints_per_slice: Option<u32>,
+    /// The flags the cluster's controllers run with (those that decide what is written).
+    pub flags: crate::flags::OutputFlags,
 }
 
 /// One Service's verdict.
@@ -107,16 +108,31 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
         })
         .filter(|key| key != "default/kubernetes")
         .collect();
+    // The Endpoints of a Service without a selector are written by hand: they are the
+    // mirroring controller's input, not what a controller writes, so the copy gets them too.
+    let hand_written: Vec<Endpoints> = endpoints
+        .iter()
+        .filter(|e| {
+            services.iter().any(|s| {
+                s.metadata.namespace == e.metadata.namespace
+                    && s.metadata.name == e.metadata.name
+                    && s.spec
+                        .as_ref()
+                        .and_then(|spec| spec.selector.as_ref())
+                        .is_none_or(|selector| selector.is_empty())
+            })
+        })
+        .cloned()
+        .collect();
     let mut objects: Vec<Object> = Vec::new();
     objects.extend(namespaces.into_iter().map(Object::Namespace));
     objects.extend(nodes.into_iter().map(Object::Node));
     objects.extend(services.into_iter().map(Object::Service));
     objects.extend(pods.into_iter().map(Object::Pod));
+    objects.extend(hand_written.into_iter().map(Object::Endpoints));
 
     let mut settings = PlanSettings::new(reconcile::Timestamp::now());
-    if let Some(max) = scope.max_endpoints_per_slice {
-        settings.options.settings.max_endpoints_per_slice = max;
-    }
+    scope.flags.apply(&mut settings.options)?;
     let objects =
         crate::manifests::into_values(objects).context("encoding the cluster's objects")?;
     let ours = plan(objects, &settings)

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod conformance;
 pub mod dynamic;
 pub mod fault_schedule;
+pub mod flags;
 pub mod listen;
 pub mod manifests;
 pub mod plan;

@@ -197,7 +197,7 @@ mod tests {
         let flags = &args.controllers;
         let enabled = flags.enabled().expect("the list enables controllers");
         assert!(enabled.endpoints && enabled.endpoint_slices && enabled.mirroring);
-        assert_eq!(flags.concurrent_service_endpoint_syncs, 50);
+        assert_eq!(flags.tuning.concurrent_service_endpoint_syncs, 50);
         assert_eq!(flags.logging.verbosity, 2);
         assert_eq!(flags.logging.logging_format, args::LoggingFormat::Json);
         assert_eq!(flags.serving.secure_port, Some(10257));
@@ -290,8 +290,11 @@ mod tests {
     fn short_v_and_defaults_parse() {
         let args = parse_run(&["-v", "4"]).expect("parses");
         assert_eq!(args.controllers.logging.verbosity, 4);
-        assert_eq!(args.controllers.concurrent_service_endpoint_syncs, 5);
-        assert_eq!(args.controllers.mirroring_max_endpoints_per_subset, 1000);
+        assert_eq!(args.controllers.tuning.concurrent_service_endpoint_syncs, 5);
+        assert_eq!(
+            args.controllers.output.mirroring_max_endpoints_per_subset,
+            1000
+        );
         assert_eq!(
             args.controllers.serving.authorization_always_allow_paths,
             ["/healthz", "/readyz", "/livez"]
@@ -405,7 +408,7 @@ mod tests {
         ];
         for (list, (endpoints, slices, mirroring)) in table {
             let items: Vec<String> = list.split(',').map(str::to_owned).collect();
-            let got = args::enabled_controllers(&items);
+            let got = kube_endpoints::flags::enabled_controllers(&items);
             if !(endpoints | slices | mirroring) {
                 assert!(got.is_err(), "{list}");
                 continue;

@@ -45,17 +45,12 @@ pub struct PlanSettings {
 }
 
 impl PlanSettings {
-    /// The three controllers with kube-controller-manager's defaults, one worker each.
+    /// The three controllers with kube-controller-manager's defaults. (A run always uses one
+    /// worker each and no batching, see [`plan`].)
     pub fn new(now: Timestamp) -> Self {
-        let settings = controller::config::Settings {
-            concurrent_endpoint_syncs: 1,
-            concurrent_service_endpoint_syncs: 1,
-            mirroring_concurrent_service_endpoint_syncs: 1,
-            ..Default::default()
-        };
         Self {
             options: controller::Options {
-                settings,
+                settings: controller::config::Settings::default(),
                 endpoints: true,
                 endpoint_slices: true,
                 shadow: None,
@@ -151,7 +146,7 @@ const HISTORY_WINDOW: usize = 2_000;
 
 /// Loads `objects` (manifests as JSON, as [`crate::manifests::into_values`] gives them) into a
 /// fresh in-process API server, runs the controllers until they settle, and reports what
-/// they did.
+/// they did. Each controller runs one worker, without batching.
 pub async fn plan(objects: Vec<Value>, settings: &PlanSettings) -> Result<Outcome> {
     let server = apiserver::ApiServer::new(apiserver::Config {
         fixed_time: Some(settings.now),
@@ -168,7 +163,7 @@ pub async fn plan(objects: Vec<Value>, settings: &PlanSettings) -> Result<Outcom
     server.compact_history();
     let client = kube::Client::new(server.service(), "default");
     let slice_services = slice_services(&client).await?;
-    run_until_settled(&server, &client, &settings.options).await?;
+    run_until_settled(&server, client.clone(), &repeatable(&settings.options)).await?;
 
     let mut outcome = read_back(&client, &settings.options).await?;
     outcome.refused = refused;
@@ -182,6 +177,21 @@ pub async fn plan(objects: Vec<Value>, settings: &PlanSettings) -> Result<Outcom
         }
     }
     Ok(outcome)
+}
+
+/// The options with one worker per controller and no batching, whatever the flags said:
+/// neither changes what is finally written, only when, and one worker makes the order of
+/// writes, and so the reported actions, the same on every run.
+fn repeatable(options: &controller::Options) -> controller::Options {
+    let mut options = options.clone();
+    let s = &mut options.settings;
+    s.concurrent_endpoint_syncs = 1;
+    s.concurrent_service_endpoint_syncs = 1;
+    s.mirroring_concurrent_service_endpoint_syncs = 1;
+    s.endpoint_updates_batch_period = Duration::ZERO;
+    s.endpointslice_updates_batch_period = Duration::ZERO;
+    s.mirroring_endpointslice_updates_batch_period = Duration::ZERO;
+    options
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -198,23 +208,23 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// Runs the controllers against `client` until they have settled, then stops them.
 pub async fn run_until_settled(
     server: &apiserver::ApiServer,
-    client: &kube::Client,
+    clients: impl Into<controller::Clients>,
     options: &controller::Options,
 ) -> Result<()> {
+    let clients: controller::Clients = clients.into();
     let registry = prometheus::Registry::new();
     let readiness = controller::health::Readiness::new();
     let activity = controller::Activity::new();
     let token = tokio_util::sync::CancellationToken::new();
     let task = {
-        let (client, options, readiness, activity, token) = (
-            client.clone(),
+        let (options, readiness, activity, token) = (
             options.clone(),
             readiness.clone(),
             activity.clone(),
             token.clone(),
         );
         tokio::spawn(async move {
-            controller::run(client, &options, &registry, readiness, activity, token).await
+            controller::run(clients, &options, &registry, readiness, activity, token).await
         })
     };
     let settled = server

@@ -59,7 +59,7 @@ async fn the_comparison_notices_a_wrong_answer() {
         .find(|d| d.ends_with("public-random-100"))
         .unwrap();
     let mut case = load_case(&dir).unwrap();
-    case.max_endpoints_per_slice = 50;
+    case.flags.output.max_endpoints_per_slice = 50;
     let diffs = compare(
         &run_offline(&case).await.unwrap(),
         &upstream_written(case.upstream.as_ref().unwrap()),
@@ -171,4 +171,110 @@ fn mirrored_slices_are_compared_like_the_controllers_own() {
         }
     }
     assert!(!compare_by(&fewer, &upstream, Rules::Dynamic).is_empty());
+}
+
+/// A case written here, as the corpus lays one out: a selector-less Service whose
+/// hand-written Endpoints have three addresses in one subset, recorded with
+/// `--mirroring-max-endpoints-per-subset=2` in its `flags` file. The flag must reach the
+/// mirroring controller offline and live alike: two addresses are mirrored, and the Warning
+/// upstream emits for the third is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cases_mirroring_flag_truncates_the_same_way_offline_and_live() {
+    use kube_endpoints::conformance::run_live;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("input.yaml"),
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: mirror}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ext, namespace: mirror}
+spec:
+  ports: [{name: db, port: 5432}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: ext, namespace: mirror}
+subsets:
+- addresses: [{ip: 192.168.0.10}, {ip: 192.168.0.11}, {ip: 192.168.0.12}]
+  ports: [{name: db, port: 5432}]
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("flags"),
+        "--mirroring-max-endpoints-per-subset=2\n",
+    )
+    .unwrap();
+    let case = load_case(dir.path()).expect("case loads");
+    assert_eq!(case.flags.output.mirroring_max_endpoints_per_subset, 2);
+
+    let offline = run_offline(&case).await.expect("offline run");
+    let live = run_live(&case).await.expect("live run");
+    assert_eq!(compare(&offline, &live), Vec::<String>::new());
+
+    for (how, written) in [("offline", &offline), ("live", &live)] {
+        let mirrored: Vec<&serde_json::Value> = written
+            .endpoint_slices
+            .iter()
+            .filter(|s| {
+                s["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"]
+                    == "endpointslicemirroring-controller.k8s.io"
+            })
+            .collect();
+        let endpoints: usize = mirrored
+            .iter()
+            .map(|s| s["endpoints"].as_array().map_or(0, Vec::len))
+            .sum();
+        assert_eq!(endpoints, 2, "{how}: {mirrored:#?}");
+        let warning = written
+            .events
+            .iter()
+            .find(|e| e.reason == "TooManyAddressesToMirror")
+            .unwrap_or_else(|| panic!("{how}: no warning in {:?}", written.events));
+        assert_eq!(
+            (
+                warning.type_.as_str(),
+                warning.namespace.as_str(),
+                warning.name.as_str()
+            ),
+            ("Warning", "mirror", "ext"),
+            "{how}"
+        );
+        assert!(
+            warning.message.contains("A max of 2 addresses")
+                && warning.message.contains("1 addresses were skipped"),
+            "{how}: {}",
+            warning.message
+        );
+    }
+
+    // Without the flag, all three are mirrored: the comparison tells the two apart.
+    let mut unflagged = load_case(dir.path()).unwrap();
+    unflagged.flags = Default::default();
+    let all = run_offline(&unflagged).await.unwrap();
+    assert!(!compare(&all, &offline).is_empty());
+}
+
+#[test]
+fn a_case_whose_flags_file_names_an_unknown_flag_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("input.yaml"),
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("flags"),
+        "--max-endpoints-per-slice=80 --mirroring-max-endpoint-per-subset=2\n",
+    )
+    .unwrap();
+    let err = format!("{:#}", load_case(dir.path()).unwrap_err());
+    assert!(
+        err.contains("--mirroring-max-endpoint-per-subset") && err.contains("flags"),
+        "{err}"
+    );
 }

@@ -139,8 +139,9 @@ fn max_endpoints_per_slice_flag_changes_the_packing() {
     }
     let (_, v) = plan(&["--max-endpoints-per-slice", "80"], &docs);
     assert_eq!(sizes(&v, "web"), vec![10, 80, 80, 80]);
+    // Out of range is a usage error, as it is for `run`.
     let (run, _) = plan(&["--max-endpoints-per-slice", "1001"], &docs);
-    assert_eq!(run.status, 1);
+    assert_eq!(run.status, 2);
     assert!(run.stderr.contains("--max-endpoints-per-slice"));
 }
 
@@ -472,4 +473,42 @@ fn preexisting_slices_owned_by_their_service_through_the_input_uid_are_updated_i
         .collect();
     assert_eq!(verbs, vec![("update", "web-old12")], "{v:#}");
     assert_eq!(sizes(&v, "web"), vec![2]);
+}
+
+#[test]
+fn plan_takes_the_mirroring_flags_and_caps_each_subset() {
+    let mut docs = nodes();
+    docs.push(json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "ext", "namespace": "default"},
+        "spec": {"ports": [{"name": "db", "port": 5432}]}}));
+    docs.push(json!({"apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "ext", "namespace": "default"},
+        "subsets": [{"addresses": [{"ip": "192.168.0.10"}, {"ip": "192.168.0.11"}, {"ip": "192.168.0.12"}],
+                     "ports": [{"name": "db", "port": 5432}]}]}));
+    let (run, v) = plan(
+        &[
+            "--mirroring-max-endpoints-per-subset=2",
+            "--mirroring-concurrent-service-endpoint-syncs=3",
+            "--mirroring-endpointslice-updates-batch-period=1s",
+            "--controllers=*,-endpoint",
+        ],
+        &docs,
+    );
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(sizes(&v, "ext"), [2]);
+    let reasons: Vec<&str> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["TooManyAddressesToMirror"], "{v:#}");
+
+    let (run, _) = plan(&["--mirroring-max-endpoints-per-subset=0"], &docs);
+    assert_ne!(run.status, 0);
+    assert!(
+        run.stderr.contains("--mirroring-max-endpoints-per-subset"),
+        "{}",
+        run.stderr
+    );
 }

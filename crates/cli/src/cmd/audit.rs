@@ -33,9 +33,10 @@ pub struct AuditArgs {
     /// Audit only this namespace.
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
-    /// The `--max-endpoints-per-slice` the cluster's EndpointSlice controller runs with.
-    #[arg(long, default_value_t = 100)]
-    pub max_endpoints_per_slice: u32,
+    /// The kube-controller-manager flags the cluster's controllers run with (those that
+    /// decide what is written).
+    #[command(flatten)]
+    pub flags: kube_endpoints::flags::OutputFlags,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Table)]
     pub output: Format,
@@ -52,7 +53,7 @@ pub async fn run(args: AuditArgs) -> Result<bool> {
         .context("connecting to the API server")?;
     let scope = AuditScope {
         namespace: args.namespace.clone(),
-        max_endpoints_per_slice: Some(args.max_endpoints_per_slice),
+        flags: args.flags.clone(),
     };
     let report = audit(&client, &scope).await?;
     let mut out = std::io::stdout().lock();

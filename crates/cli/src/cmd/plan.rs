@@ -1,8 +1,8 @@
 //! `kube-endpoints plan`: what the controllers would write for a set of manifests.
 
-use crate::args::enabled_controllers;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use kube_endpoints::flags::OutputFlags;
 use kube_endpoints::manifests::{into_values, load_paths};
 use kube_endpoints::plan::{plan, PlanSettings};
 use reconcile::Timestamp;
@@ -31,13 +31,9 @@ pub struct PlanArgs {
     /// Repeat for several.
     #[arg(short = 'f', long = "filename", required = true)]
     pub files: Vec<PathBuf>,
-    /// Maximum endpoints per EndpointSlice (1 to 1000), as kube-controller-manager's flag.
-    #[arg(long, default_value_t = 100)]
-    pub max_endpoints_per_slice: u32,
-    /// Controllers to run: `endpoint` (v1 Endpoints), `endpointslice`, or `*` for both;
-    /// `-name` disables one.
-    #[arg(long, value_delimiter = ',', default_value = "*")]
-    pub controllers: Vec<String>,
+    /// kube-controller-manager's flags that decide what is written.
+    #[command(flatten)]
+    pub flags: OutputFlags,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Yaml)]
     pub output: Format,
@@ -49,18 +45,13 @@ pub struct PlanArgs {
 
 /// Runs the command.
 pub fn run(args: PlanArgs) -> Result<()> {
-    let enabled = enabled_controllers(&args.controllers)?;
+    let now = args.now.unwrap_or_else(Timestamp::now);
+    let mut settings = PlanSettings::new(now);
+    args.flags.apply(&mut settings.options)?;
     let loaded = load_paths(&args.files)?;
     for note in &loaded.notes {
         eprintln!("note: {note}");
     }
-    let now = args.now.unwrap_or_else(Timestamp::now);
-    let mut settings = PlanSettings::new(now);
-    settings.options.endpoints = enabled.endpoints;
-    settings.options.endpoint_slices = enabled.endpoint_slices;
-    settings.options.mirroring = enabled.mirroring;
-    settings.options.settings.max_endpoints_per_slice = args.max_endpoints_per_slice;
-    settings.options.settings.validate()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -57,6 +57,8 @@ fn meta(object: &Value, field: &str) -> String {
 pub async fn planned(sources: Vec<Value>, options: &controller::Options) -> Result<Written> {
     let mut settings = PlanSettings::new(reconcile::Timestamp::now());
     settings.options.settings.max_endpoints_per_slice = options.settings.max_endpoints_per_slice;
+    settings.options.settings.mirroring_max_endpoints_per_subset =
+        options.settings.mirroring_max_endpoints_per_subset;
     settings.options.endpoints = options.endpoints;
     settings.options.endpoint_slices = options.endpoint_slices;
     settings.options.mirroring = options.mirroring;
