@@ -14,6 +14,7 @@ FROM scratch
 COPY --from=build /out/kube-endpoints /kube-endpoints
 # The numeric nobody-like user distroless uses; the Deployment also asks for it.
 USER 65532:65532
-EXPOSE 10252
+# /metrics, /healthz, /livez and /readyz over HTTPS, as kube-controller-manager's port.
+EXPOSE 10257
 ENTRYPOINT ["/kube-endpoints"]
 CMD ["run"]

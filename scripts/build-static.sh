@@ -13,12 +13,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-target/static/kube-endpoints}
 target=${TARGET:-x86_64-unknown-linux-gnu}
+# The cargo profile: release (fat LTO) unless PROFILE names a lighter one.
+profile=${PROFILE:-release}
 # An explicit --target keeps the static flags off build scripts and proc macros, which must
 # stay dynamic to be loaded by the compiler.
 RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=+crt-static" \
-  cargo build --release --locked --target "$target" -p kube-endpoints
+  cargo build --profile "$profile" --locked --target "$target" -p kube-endpoints
 mkdir -p "$(dirname "$out")"
-cp "target/$target/release/kube-endpoints" "$out"
+cp "target/$target/$profile/kube-endpoints" "$out"
 if command -v ldd >/dev/null 2>&1; then
   # ldd exits non-zero on a static binary; print what it says either way.
   ldd "$out" 2>&1 | sed 's/^/ldd: /' || true

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Copies the conformance corpus (cluster states + what upstream kube-controller-manager
 # wrote for them) from the shared folder into tests/conformance/cases, so new recorded cases
-# are picked up by `cargo test` and `kube-endpoints conformance tests/conformance/cases`.
+# are picked up by `cargo test` and `kubectl-endpoints conformance tests/conformance/cases`.
 # Usage: scripts/refresh-conformance.sh [SOURCE_DIR]   (default: ../shared/conformance)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -5,7 +5,7 @@
 //! `plan` reports the writes the controllers made from this log, so what it prints is what
 //! reached the API server; the RBAC test checks every record against the manifests' rules.
 //! It is off unless [`crate::Config::record_requests`] or [`crate::ApiServer::record_requests`]
-//! turns it on: `kube-endpoints dev` and the benches serve millions of requests and only tests
+//! turns it on: `kubectl-endpoints dev` and the benches serve millions of requests and only tests
 //! and `plan` read the log.
 
 use axum::http::{header, HeaderMap};

@@ -1,4 +1,4 @@
-//! `kube-endpoints bench`: drive a kubelet-like load against an API server, check
+//! `kubectl-endpoints bench`: drive a kubelet-like load against an API server, check
 //! independently that a controller's EndpointSlices and Endpoints follow it, and report how
 //! fast (per-change latency, time to convergence) and at what cost (requests, writes, CPU,
 //! memory).

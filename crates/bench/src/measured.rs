@@ -138,6 +138,26 @@ impl EmbeddedController {
     }
 }
 
+/// The `kube-endpoints` binary installed beside the running one (`kubectl-endpoints`), as a
+/// release or `cargo build` puts them.
+fn sibling_controller_binary() -> Result<PathBuf> {
+    let me = std::env::current_exe().context("finding the running binary")?;
+    let dir = me.parent().context("the running binary has no directory")?;
+    // Test binaries run from target/<profile>/deps; the binaries sit one level up.
+    let candidates = [dir.join("kube-endpoints"), dir.join("../kube-endpoints")];
+    candidates
+        .iter()
+        .find(|path| path.is_file())
+        .cloned()
+        .with_context(|| {
+            format!(
+                "no kube-endpoints binary beside {} (build it with `cargo build -p \
+                 kube-endpoints`, or name one with --controller-program)",
+                me.display()
+            )
+        })
+}
+
 /// `kube-endpoints run` as a child process: leader election off, plain HTTP health and
 /// metrics on a free loopback port, its log in a file beside the kubeconfig.
 pub struct ProcessController {
@@ -153,10 +173,7 @@ impl ProcessController {
         // without the flag) gets only what every version takes, and the caller adds the rest.
         let (program, own) = match &options.controller_program {
             Some(path) => (path.clone(), false),
-            None => (
-                std::env::current_exe().context("finding the kube-endpoints binary")?,
-                true,
-            ),
+            None => (sibling_controller_binary()?, true),
         };
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())

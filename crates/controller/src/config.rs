@@ -2,7 +2,7 @@
 //!
 //! Plain data: the `cli` crate maps its flags (same names as kube-controller-manager's) onto
 //! these fields, and tests build them directly. Keeping clap out of this crate keeps the
-//! controllers usable from tests and from `kube-endpoints dev` without a command line.
+//! controllers usable from tests and from `kubectl-endpoints dev` without a command line.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;

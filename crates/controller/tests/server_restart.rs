@@ -154,7 +154,7 @@ fn uids(slices: &[k8s_openapi::api::discovery::v1::EndpointSlice]) -> Vec<String
 /// slice that will never come back, holds the cache for stale, and never writes the
 /// Service's next change. (Whether the old code failed here depends on how the re-list and
 /// the pod change interleave: always with `RUST_LOG=debug`, not always without;
-/// `kube-endpoints faults --restarts --first-seed 18 --seeds 1` failed on it every time.)
+/// `kubectl-endpoints faults --restarts --first-seed 18 --seeds 1` failed on it every time.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_change_after_a_restore_that_recreated_the_slices_is_written() -> anyhow::Result<()> {
     let (first, cluster, controllers) = first_server().await?;

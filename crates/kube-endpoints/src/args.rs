@@ -1,0 +1,299 @@
+//! kube-controller-manager's flags for the two controllers: same names, same defaults.
+
+pub use crate::flags::{parse_duration, EnabledControllers, OutputFlags, TuningFlags};
+use anyhow::{bail, Result};
+use clap::Args;
+use controller::config::Settings;
+use controller::secure_serving::{CertSource, SecureServingSettings, DEFAULT_SECURE_PORT};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Flags shared by `run` and `dev`.
+#[derive(Debug, Args, Clone)]
+pub struct ControllerFlags {
+    /// Which controllers run and what they write.
+    #[command(flatten)]
+    pub output: OutputFlags,
+    /// Workers and batching.
+    #[command(flatten)]
+    pub tuning: TuningFlags,
+    /// Client-side limit of requests per second to the API server.
+    #[arg(long, default_value_t = 20.0)]
+    pub kube_api_qps: f32,
+    /// Client-side burst of requests to the API server.
+    #[arg(long, default_value_t = 30)]
+    pub kube_api_burst: u32,
+    /// Content type of requests to the API server. Only `application/json` is spoken
+    /// (kube-controller-manager defaults to protobuf, which kube-rs does not encode).
+    #[arg(long, default_value = JSON_CONTENT_TYPE, value_parser = parse_content_type)]
+    pub kube_api_content_type: String,
+    /// Address for /metrics, /healthz, /livez and /readyz, on both ports.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: IpAddr,
+    /// Port for /metrics, /healthz, /livez and /readyz over plain HTTP, without TLS or
+    /// authentication. Off unless given (0 also turns it off); `dev` serves it on 10252.
+    #[arg(long)]
+    pub port: Option<u16>,
+    #[command(flatten)]
+    pub serving: SecureServingFlags,
+    #[command(flatten)]
+    pub logging: LoggingFlags,
+    /// kube-controller-manager's `Name=true|false,...` feature gates. Accepted so that flag
+    /// files carry over; the controllers behave as the spec says whatever they are.
+    #[arg(long, value_delimiter = ',', value_parser = parse_feature_gate)]
+    pub feature_gates: Vec<(String, bool)>,
+}
+
+/// The only content type the client speaks.
+pub const JSON_CONTENT_TYPE: &str = "application/json";
+
+fn parse_content_type(s: &str) -> Result<String, String> {
+    match s {
+        JSON_CONTENT_TYPE => Ok(s.to_owned()),
+        "application/vnd.kubernetes.protobuf" => {
+            Err("protobuf is not supported by kube-endpoints' client; use application/json".into())
+        }
+        other => Err(format!(
+            "unknown content type {other:?}; use application/json"
+        )),
+    }
+}
+
+fn parse_feature_gate(s: &str) -> Result<(String, bool), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected Name=true or Name=false"))?;
+    let value = match value.trim() {
+        "true" => true,
+        "false" => false,
+        other => return Err(format!("{name}: {other:?} is not true or false")),
+    };
+    if name.trim().is_empty() {
+        return Err(format!("{s:?}: missing gate name"));
+    }
+    Ok((name.trim().to_owned(), value))
+}
+
+/// kube-controller-manager's secure serving and delegated authentication and authorization
+/// flags (see `controller::secure_serving`). Client certificates are not supported: their
+/// flags are accepted so that flag files carry over, and the start-up log names them.
+#[derive(Debug, Args, Clone)]
+pub struct SecureServingFlags {
+    /// HTTPS port for /metrics, /healthz, /livez and /readyz; 0 turns HTTPS off. Default:
+    /// 10257 for `run`; `dev` serves no HTTPS unless given.
+    #[arg(long)]
+    pub secure_port: Option<u16>,
+    /// Certificate (PEM, then any intermediates) for HTTPS. Without it and
+    /// --tls-private-key-file, a self-signed certificate is generated at start.
+    #[arg(long, requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Private key (PEM) of --tls-cert-file.
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Where the generated self-signed certificate is written (kube-endpoints.crt and
+    /// kube-endpoints.key), and read back on the next start. Without it, the generated
+    /// certificate is kept in memory only. Ignored with --tls-cert-file.
+    #[arg(long)]
+    pub cert_dir: Option<PathBuf>,
+    /// kubeconfig for TokenReviews (delegated authentication); default: the controllers'
+    /// own connection (--kubeconfig, or the in-cluster config).
+    #[arg(long)]
+    pub authentication_kubeconfig: Option<PathBuf>,
+    /// Upstream looks up client-certificate settings in the cluster unless this is set;
+    /// kube-endpoints never does (client certificates are not supported), so it changes
+    /// nothing. Accepted for flag files.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
+    pub authentication_skip_lookup: bool,
+    /// How long TokenReview answers are cached.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub authentication_token_webhook_cache_ttl: Duration,
+    /// kubeconfig for SubjectAccessReviews (delegated authorization); default: the
+    /// controllers' own connection.
+    #[arg(long)]
+    pub authorization_kubeconfig: Option<PathBuf>,
+    /// Paths served without authorization (a trailing `*` matches by prefix).
+    #[arg(long, value_delimiter = ',', default_value = "/healthz,/readyz,/livez")]
+    pub authorization_always_allow_paths: Vec<String>,
+    /// How long "allowed" SubjectAccessReview answers are cached.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long "denied" SubjectAccessReview answers are cached.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// CA bundle for client certificate authentication (not supported; accepted for flag
+    /// files).
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
+    /// CA bundle for the front proxy's client certificates (not supported; accepted for
+    /// flag files).
+    #[arg(long)]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+}
+
+impl SecureServingFlags {
+    /// The flags given that kube-endpoints does not act on.
+    pub fn unapplied(&self) -> Vec<&'static str> {
+        let given = [
+            ("--client-ca-file", self.client_ca_file.is_some()),
+            (
+                "--requestheader-client-ca-file",
+                self.requestheader_client_ca_file.is_some(),
+            ),
+        ];
+        given
+            .into_iter()
+            .filter(|(_, set)| *set)
+            .map(|(flag, _)| flag)
+            .collect()
+    }
+
+    /// The secure serving settings; `--secure-port` defaults to `default_port`.
+    pub fn settings(&self, default_port: u16) -> SecureServingSettings {
+        let cert = match (&self.tls_cert_file, &self.tls_private_key_file) {
+            (Some(cert), Some(key)) => CertSource::Files {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            // clap requires the two together.
+            _ => CertSource::SelfSigned {
+                cert_dir: self.cert_dir.clone(),
+            },
+        };
+        SecureServingSettings {
+            port: self.secure_port.unwrap_or(default_port),
+            cert,
+            authentication_kubeconfig: self.authentication_kubeconfig.clone(),
+            token_cache_ttl: self.authentication_token_webhook_cache_ttl,
+            authorization_kubeconfig: self.authorization_kubeconfig.clone(),
+            always_allow_paths: self.authorization_always_allow_paths.clone(),
+            authorized_ttl: self.authorization_webhook_cache_authorized_ttl,
+            unauthorized_ttl: self.authorization_webhook_cache_unauthorized_ttl,
+        }
+    }
+}
+
+/// klog's output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoggingFormat {
+    /// klog's text lines.
+    Text,
+    /// One JSON object a line.
+    Json,
+}
+
+/// kube-controller-manager's logging flags.
+#[derive(Debug, Args, Clone)]
+pub struct LoggingFlags {
+    /// Log verbosity, as klog's `-v`: 0-1 info, 2-3 more info, 4 and up debug.
+    #[arg(short = 'v', long = "v", default_value_t = 0)]
+    pub verbosity: u8,
+    /// Log format.
+    #[arg(long, value_enum, default_value_t = LoggingFormat::Text)]
+    pub logging_format: LoggingFormat,
+}
+
+/// kube-controller-manager flags for controllers or features kube-endpoints does not have,
+/// by exact name or (ending in `-`) by prefix.
+const FOREIGN_FLAGS: &[&str] = &[
+    "allocate-node-cidrs",
+    "attach-detach-reconcile-sync-period",
+    "cidr-allocator-type",
+    "cloud-config",
+    "cloud-provider",
+    "cluster-cidr",
+    "cluster-name",
+    "cluster-signing-",
+    "configure-cloud-routes",
+    "disable-attach-detach-reconcile-sync",
+    "enable-dynamic-provisioning",
+    "enable-garbage-collector",
+    "enable-hostpath-provisioner",
+    "enable-taint-manager",
+    "external-cloud-volume-plugin",
+    "flex-volume-plugin-dir",
+    "horizontal-pod-autoscaler-",
+    "large-cluster-size-threshold",
+    "namespace-sync-period",
+    "node-cidr-mask-size",
+    "node-eviction-rate",
+    "node-monitor-",
+    "node-startup-grace-period",
+    "pod-eviction-timeout",
+    "pv-recycler-",
+    "resource-quota-sync-period",
+    "root-ca-file",
+    "route-reconciliation-period",
+    "secondary-node-eviction-rate",
+    "service-account-private-key-file",
+    "service-cluster-ip-range",
+    "terminated-pod-gc-threshold",
+    "unhealthy-zone-threshold",
+    "use-service-account-credentials",
+    "volume-host-",
+];
+
+/// `concurrent-*` flags that belong to the controllers kube-endpoints runs.
+const OWN_CONCURRENT_FLAGS: &[&str] = &[
+    "concurrent-endpoint-syncs",
+    "concurrent-service-endpoint-syncs",
+];
+
+/// Rejects a kube-controller-manager flag meant for another controller, naming it, rather
+/// than letting it pass as "unexpected argument" among kube-endpoints' own.
+pub fn reject_foreign_flags<S: AsRef<str>>(args: &[S]) -> Result<()> {
+    for arg in args {
+        let Some(flag) = arg.as_ref().strip_prefix("--") else {
+            continue;
+        };
+        let name = flag.split_once('=').map_or(flag, |(name, _)| name);
+        let foreign = FOREIGN_FLAGS.iter().any(|f| {
+            if f.ends_with('-') {
+                name.starts_with(f)
+            } else {
+                name == *f
+            }
+        }) || (name.starts_with("concurrent-")
+            && !OWN_CONCURRENT_FLAGS.contains(&name));
+        if foreign {
+            bail!(
+                "--{name} is a kube-controller-manager flag for a controller kube-endpoints does \
+                 not run (it runs the endpoints, endpointslice and endpointslice-mirroring \
+                 controllers); remove it"
+            );
+        }
+    }
+    Ok(())
+}
+
+impl ControllerFlags {
+    /// The enabled controllers.
+    pub fn enabled(&self) -> Result<EnabledControllers> {
+        self.output.enabled()
+    }
+
+    /// Settings for the controller crate.
+    pub fn settings(&self, kubeconfig: Option<PathBuf>) -> Result<Settings> {
+        let mut options = controller::Options {
+            settings: Settings::default(),
+            endpoints: true,
+            endpoint_slices: true,
+            mirroring: true,
+            shadow: None,
+        };
+        self.output.apply(&mut options)?;
+        self.tuning.apply(&mut options.settings);
+        let mut s = options.settings;
+        s.client.kubeconfig = kubeconfig;
+        s.client.qps = self.kube_api_qps;
+        s.client.burst = self.kube_api_burst;
+        s.serving.bind_address = self.bind_address;
+        // Upstream's --port 0 meant "no plain HTTP"; so does ours.
+        s.serving.port = self.port.filter(|port| *port != 0);
+        s.serving.secure = self.serving.settings(DEFAULT_SECURE_PORT);
+        if self.kube_api_qps <= 0.0 {
+            bail!("--kube-api-qps must be positive, got {}", self.kube_api_qps);
+        }
+        Ok(s)
+    }
+}

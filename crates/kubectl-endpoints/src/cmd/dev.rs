@@ -1,0 +1,123 @@
+//! `kubectl-endpoints dev`: the embedded API server with both controllers running against it.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use kube_endpoints::args::ControllerFlags;
+use kube_endpoints::run::Session;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// How long the controllers must have had nothing to do before `--exit-when-synced` prints.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Start the embedded API server, load manifests into it, and run the controllers against it
+/// over HTTP, as they would run against a cluster. Prints how to use kubectl with it. Runs
+/// until interrupted (or, with --exit-when-synced, until the controllers are idle).
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Manifests to load (files or directories; repeatable).
+    #[arg(short = 'f', long = "filename")]
+    pub files: Vec<PathBuf>,
+    /// Address of the embedded API server (loopback; other addresses need --allow-remote).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Allow a non-loopback --listen address. The server has no authentication: anyone who
+    /// can reach it can read and change every object.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Where to write the kubeconfig (default: kube-endpoints-dev.kubeconfig in the temp dir).
+    #[arg(long)]
+    pub write_kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub controllers: ControllerFlags,
+    /// Stop once the controllers have synced everything and gone quiet, printing the
+    /// EndpointSlices and Endpoints they wrote (a one-shot demo; also handy in scripts).
+    #[arg(long)]
+    pub exit_when_synced: bool,
+}
+
+/// Runs the command.
+pub async fn run(args: DevArgs) -> Result<()> {
+    crate::cmd::apiserver::check_listen(args.listen, args.allow_remote)?;
+    let kubeconfig = args
+        .write_kubeconfig
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("kube-endpoints-dev.kubeconfig"));
+    let handle = crate::cmd::apiserver::start(args.listen, &args.files, Some(&kubeconfig)).await?;
+    let flags = &args.controllers;
+    let mut settings = flags.settings(Some(kubeconfig.clone()))?;
+    // A development loop: plain HTTP on 10252 unless told otherwise (any free port for a
+    // one-shot run, which others may run side by side), and HTTPS only when --secure-port
+    // is given, since the embedded server knows no scraper's token.
+    if flags.port.is_none() {
+        settings.serving.port = Some(if args.exit_when_synced { 0 } else { 10252 });
+    }
+    if flags.serving.secure_port.is_none() {
+        settings.serving.secure.port = 0;
+    }
+    let session = Session::start(settings, flags).await?;
+    let metrics = match (session.metrics_addr, session.secure_addr) {
+        (Some(plain), _) => format!("http://{plain}/metrics"),
+        (None, Some(secure)) => format!("https://{secure}/metrics"),
+        (None, None) => "not served".to_owned(),
+    };
+    tracing::info!(
+        metrics = %metrics,
+        hint = %format!(
+            "kubectl --kubeconfig {} get endpointslices,endpoints -A",
+            kubeconfig.display()
+        ),
+        "controllers running"
+    );
+    let controllers = tokio::spawn(session.controllers(session.shutdown.clone()));
+    if args.exit_when_synced {
+        let (readiness, activity) = (&session.readiness, &session.activity);
+        let settled = handle
+            .server()
+            .wait_until_quiet(
+                &["endpoints", "endpointslices"],
+                SETTLE,
+                std::time::Duration::from_secs(600),
+                || readiness.is_synced() && activity.is_idle_within(SETTLE),
+            )
+            .await;
+        if !settled {
+            tracing::warn!("the controllers did not settle within 600s; printing what is there");
+        }
+        print_objects(&session.client).await?;
+        session.shutdown.cancel();
+    }
+    match controllers.await {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => return Err(err.into()),
+        Err(err) => anyhow::bail!("controllers task failed: {err}"),
+    }
+    session.finish().await;
+    handle
+        .shutdown()
+        .await
+        .context("stopping the embedded API server")?;
+    Ok(())
+}
+
+async fn print_objects(client: &kube::Client) -> Result<()> {
+    use k8s_openapi::api::core::v1::Endpoints;
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let lp = kube::api::ListParams::default();
+    let slices = kube::Api::<EndpointSlice>::all(client.clone())
+        .list(&lp)
+        .await?;
+    let endpoints = kube::Api::<Endpoints>::all(client.clone())
+        .list(&lp)
+        .await?;
+    // managedFields only say who wrote what when, and kubectl hides them too.
+    for mut e in endpoints.items {
+        e.metadata.managed_fields = None;
+        println!("---\n{}", serde_norway::to_string(&e)?);
+    }
+    for mut s in slices.items {
+        s.metadata.managed_fields = None;
+        println!("---\n{}", serde_norway::to_string(&s)?);
+    }
+    Ok(())
+}

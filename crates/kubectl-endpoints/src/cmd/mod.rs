@@ -1,0 +1,9 @@
+//! One module per subcommand.
+
+pub mod apiserver;
+pub mod audit;
+pub mod bench;
+pub mod conformance;
+pub mod dev;
+pub mod faults;
+pub mod plan;

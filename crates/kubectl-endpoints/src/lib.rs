@@ -1,0 +1,12 @@
+//! `kubectl-endpoints`, the workstation tools: `plan` (the live controllers on an in-process
+//! API server), `audit`, `dev` and `apiserver` (the embedded API server), `conformance`,
+//! `faults` and `bench`. Nothing here runs in a cluster; the controllers' own binary is
+//! `kube-endpoints`, in the crate of that name.
+
+pub mod audit;
+pub mod conformance;
+pub mod dynamic;
+pub mod fault_schedule;
+pub mod listen;
+pub mod manifests;
+pub mod plan;

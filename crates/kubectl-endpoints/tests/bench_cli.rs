@@ -1,0 +1,247 @@
+//! `kubectl-endpoints bench` end to end: the binary against the embedded API server and the
+//! embedded controllers, at tiny sizes. No timing assertions: only that runs converge, exit as
+//! documented, and report every figure.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn bench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
+        .arg("bench")
+        .args(args)
+        .args(["--quiet", "-o", "json", "--timeout", "2m"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+fn report(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+fn assert_converged(output: &Output) -> Value {
+    let r = report(output);
+    assert!(
+        output.status.success(),
+        "exit {:?}; report: {r:#}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(r["converged"], true);
+    assert_eq!(r["timed_out"], false);
+    assert_eq!(r["converged_services"], r["services"]);
+    assert_eq!(r["mismatches"], Value::Array(vec![]));
+    r
+}
+
+#[test]
+fn create_reports_convergence_latency_requests_cpu_and_rss() {
+    let out = bench(&[
+        "--scenario",
+        "create",
+        "--services",
+        "5",
+        "--pods-per-service",
+        "4",
+    ]);
+    let r = assert_converged(&out);
+    assert!(r["convergence_seconds"].as_f64().is_some());
+    for view in ["slice_latency", "endpoints_latency"] {
+        let l = &r[view]["latency"];
+        // Every one of the 20 pods became an endpoint: one change each, all observed.
+        assert_eq!(r[view]["changes"], 20, "{view}");
+        assert_eq!(l["count"], 20, "{view}");
+        for p in ["p50_ms", "p90_ms", "p99_ms"] {
+            assert!(l[p].as_f64().is_some(), "{view} {p}");
+        }
+    }
+    let requests = &r["controller_requests"];
+    assert!(requests["by_verb"]["create"].as_u64().unwrap() >= 10);
+    assert!(
+        requests["by_verb_resource"]["create endpointslices"]
+            .as_u64()
+            .unwrap()
+            >= 5
+    );
+    // The generator's own writes are not charged to the controller.
+    assert!(requests["by_verb_resource"]["create pods"].is_null());
+    assert_eq!(r["load_generator_requests"]["create pods"], 20);
+    assert!(r["slice_writes"]["created"].as_u64().unwrap() >= 5);
+    assert!(r["resources"]["cpu_seconds"].as_f64().is_some());
+    assert!(r["resources"]["peak_rss_bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn flap_of_random_pods_converges() {
+    let out = bench(&[
+        "--scenario",
+        "flap",
+        "--services",
+        "3",
+        "--pods-per-service",
+        "3",
+        "--churn",
+        "20",
+    ]);
+    let r = assert_converged(&out);
+    assert_eq!(r["churn"], 20);
+    assert_eq!(r["pod_writes"], 20);
+}
+
+#[test]
+fn rolling_replaces_every_pod_and_converges() {
+    let out = bench(&[
+        "--scenario",
+        "rolling",
+        "--services",
+        "3",
+        "--pods-per-service",
+        "4",
+        "--churn",
+        "2",
+    ]);
+    let r = assert_converged(&out);
+    // 12 new pods (create + status), 12 old ones deleted and released.
+    assert_eq!(r["pod_writes"], 48);
+    assert_eq!(r["load_generator_requests"]["delete pods"], 12);
+}
+
+#[test]
+fn scale_and_nodes_converge() {
+    for scenario in ["scale", "nodes"] {
+        let out = bench(&[
+            "--scenario",
+            scenario,
+            "--services",
+            "3",
+            "--pods-per-service",
+            "3",
+            "--nodes",
+            "4",
+        ]);
+        let r = assert_converged(&out);
+        assert_eq!(r["scenario"], scenario);
+    }
+}
+
+#[test]
+fn a_timeout_exits_non_zero_with_the_figures_so_far() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
+        .args([
+            "bench",
+            "--scenario",
+            "create",
+            "--services",
+            "5",
+            "--pods-per-service",
+            "4",
+        ])
+        .args(["--quiet", "-o", "json", "--timeout", "1ms"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let r = report(&out);
+    assert_eq!(r["timed_out"], true);
+    assert_eq!(r["converged"], false);
+    assert!(r["resources"].is_object());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("timed out"));
+}
+
+#[test]
+fn oversized_runs_are_refused() {
+    let out = bench(&[
+        "--scenario",
+        "create",
+        "--services",
+        "1000",
+        "--pods-per-service",
+        "1000",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("more than"));
+}
+
+#[test]
+fn the_table_names_every_figure() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
+        .args([
+            "bench",
+            "--scenario",
+            "create",
+            "--services",
+            "2",
+            "--pods-per-service",
+            "2",
+            "-q",
+        ])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    for row in [
+        "time to convergence",
+        "slices latency p50/p90/p99/max",
+        "controller requests",
+        "controller cpu",
+        "peak rss",
+    ] {
+        assert!(table.contains(row), "missing {row:?} in\n{table}");
+    }
+}
+
+#[test]
+fn cold_start_of_the_controller_as_its_own_process_writes_each_object_once() {
+    let out = bench(&[
+        "--scenario",
+        "cold",
+        "--controller",
+        "process",
+        "--services",
+        "4",
+        "--pods-per-service",
+        "3",
+    ]);
+    let r = assert_converged(&out);
+    assert_eq!(r["controller"], "process");
+    assert!(r["convergence_seconds"].as_f64().is_some());
+    // The workload was written before the controller started: the measured phase has no pod
+    // writes, and the controller creates one Endpoints and one slice per Service.
+    assert_eq!(r["pod_writes"], 0);
+    let requests = &r["controller_requests"]["by_verb_resource"];
+    assert_eq!(requests["create endpoints"], 4, "{r:#}");
+    assert_eq!(requests["create endpointslices"], 4, "{r:#}");
+    assert!(requests["update endpointslices"].is_null(), "{r:#}");
+    // The informers read the pods through one streaming list (a watch), never a list.
+    assert!(requests["list pods"].is_null(), "{r:#}");
+    assert_eq!(requests["watch pods"], 1, "{r:#}");
+    // CPU and memory are the child process's.
+    assert!(r["resources"]["cpu_note"]
+        .as_str()
+        .unwrap()
+        .starts_with("the controller process"));
+    assert!(r["resources"]["vm_hwm_bytes"].as_u64().unwrap() > 0);
+    assert!(r["api_server_cpu"]["cpu_seconds"].as_f64().is_some());
+}
+
+#[test]
+fn process_only_flags_are_refused_for_the_embedded_controller() {
+    let out = bench(&[
+        "--scenario",
+        "create",
+        "--controller-arg=--concurrent-service-endpoint-syncs=2",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--controller process"));
+}

@@ -1,0 +1,34 @@
+//! Fifty seeded fault schedules, through the driver `kubectl-endpoints faults` runs: each seed's
+//! controllers must end, once the faults stop, on exactly the objects `plan` writes for the
+//! final cluster state. A failing seed is named so it can be re-run alone with
+//! `kubectl-endpoints faults --first-seed SEED --seeds 1`.
+
+use kubectl_endpoints::fault_schedule::{run_seeds, Settings};
+
+const SEEDS: u64 = 50;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_seeded_fault_schedules_end_on_the_objects_plan_writes() {
+    let settings = Settings::default();
+    let summary = run_seeds(0, SEEDS, 6, &settings, |_| {}).await;
+    let failures: Vec<String> = summary
+        .failed
+        .iter()
+        .map(|r| {
+            format!(
+                "seed {}: {}\n    faults: {:?}\n    notes: {:?}",
+                r.seed,
+                r.failure.as_deref().unwrap_or_default(),
+                r.faults,
+                r.notes
+            )
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {SEEDS} seeds failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert_eq!(summary.passed as u64, SEEDS);
+}

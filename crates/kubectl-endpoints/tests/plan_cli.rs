@@ -1,0 +1,548 @@
+//! `kubectl-endpoints plan` end to end: manifests in, the planned writes and objects out.
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
+}
+
+fn nodes() -> Vec<Value> {
+    ["a", "b", "c"]
+        .iter()
+        .map(|z| {
+            json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": format!("node-{z}"), "labels": {"topology.kubernetes.io/zone": format!("zone-{z}")}},
+                "status": {"allocatable": {"cpu": "4"}, "conditions": [{"type": "Ready", "status": "True"}]}})
+        })
+        .collect()
+}
+
+fn service(name: &str, spec: Value) -> Value {
+    let mut spec = spec;
+    spec["selector"] = json!({"app": name});
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"}, "spec": spec})
+}
+
+fn pod(name: &str, app: &str, ips: &[&str], ready: bool, ports: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+        "spec": {"nodeName": "node-a", "containers": [{"name": "c", "ports": ports}]},
+        "status": {"phase": "Running", "podIP": ips[0], "podIPs": ips.iter().map(|ip| json!({"ip": ip})).collect::<Vec<_>>(),
+                   "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}})
+}
+
+fn write_docs(dir: &Path, file: &str, docs: &[Value]) -> std::path::PathBuf {
+    let path = dir.join(file);
+    let text: String = docs.iter().map(|d| format!("---\n{d}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+struct Run {
+    status: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn plan(args: &[&str], docs: &[Value]) -> (Run, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_docs(dir.path(), "m.yaml", docs);
+    let run = run_plan(&[&["-f", path.to_str().unwrap(), "-o", "json"], args].concat());
+    let value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
+    (run, value)
+}
+
+fn run_plan(args: &[&str]) -> Run {
+    let out = bin()
+        .arg("plan")
+        .args(args)
+        .args(["--now", "2026-01-01T00:00:00Z"])
+        .output()
+        .unwrap();
+    Run {
+        status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn slices(v: &Value) -> Vec<&Value> {
+    v["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["kind"] == "EndpointSlice")
+        .collect()
+}
+
+fn sizes(v: &Value, service: &str) -> Vec<usize> {
+    let mut s: Vec<usize> = slices(v)
+        .into_iter()
+        .filter(|o| o["metadata"]["labels"]["kubernetes.io/service-name"] == service)
+        .map(|o| o["endpoints"].as_array().map_or(0, Vec::len))
+        .collect();
+    s.sort();
+    s
+}
+
+fn http_port() -> Value {
+    json!([{"name": "http", "containerPort": 8080}])
+}
+
+#[test]
+fn two_hundred_fifty_pods_make_slices_of_100_100_and_50() {
+    let mut docs = nodes();
+    docs.push(service(
+        "web",
+        json!({"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}),
+    ));
+    for i in 0..250 {
+        docs.push(pod(
+            &format!("web-{i}"),
+            "web",
+            &[&format!("10.1.{}.{}", i / 200, i % 200)],
+            true,
+            http_port(),
+        ));
+    }
+    let (run, v) = plan(&[], &docs);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(sizes(&v, "web"), vec![50, 100, 100]);
+    // Actions come in send order with the generated name and the object sent.
+    let creates: Vec<&Value> = v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "EndpointSlice")
+        .collect();
+    assert_eq!(creates.len(), 3);
+    assert!(creates
+        .iter()
+        .all(|a| a["verb"] == "create" && a["name"].as_str().unwrap().starts_with("web-")));
+    assert_eq!(slices(&v)[0]["apiVersion"], "discovery.k8s.io/v1");
+}
+
+#[test]
+fn max_endpoints_per_slice_flag_changes_the_packing() {
+    let mut docs = nodes();
+    docs.push(service("web", json!({"ports": [{"port": 80}]})));
+    for i in 0..250 {
+        docs.push(pod(
+            &format!("web-{i}"),
+            "web",
+            &[&format!("10.1.{}.{}", i / 200, i % 200)],
+            true,
+            json!([]),
+        ));
+    }
+    let (_, v) = plan(&["--max-endpoints-per-slice", "80"], &docs);
+    assert_eq!(sizes(&v, "web"), vec![10, 80, 80, 80]);
+    // Out of range is a usage error, as it is for `run`.
+    let (run, _) = plan(&["--max-endpoints-per-slice", "1001"], &docs);
+    assert_eq!(run.status, 2);
+    assert!(run.stderr.contains("--max-endpoints-per-slice"));
+}
+
+#[test]
+fn service_without_pods_gets_a_placeholder_slice() {
+    let mut docs = nodes();
+    docs.push(service("empty", json!({"ports": [{"port": 80}]})));
+    let (_, v) = plan(&[], &docs);
+    let s = slices(&v);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0]["endpoints"], json!([]));
+    assert!(s[0].get("ports").is_none());
+}
+
+#[test]
+fn named_port_resolving_to_different_numbers_gives_one_slice_per_group() {
+    let mut docs = nodes();
+    docs.push(service(
+        "web",
+        json!({"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}),
+    ));
+    docs.push(pod(
+        "a",
+        "web",
+        &["10.0.0.1"],
+        true,
+        json!([{"name": "http", "containerPort": 8080}]),
+    ));
+    docs.push(pod(
+        "b",
+        "web",
+        &["10.0.0.2"],
+        true,
+        json!([{"name": "http", "containerPort": 8081}]),
+    ));
+    let (_, v) = plan(&[], &docs);
+    let mut ports: Vec<i64> = slices(&v)
+        .iter()
+        .map(|s| s["ports"][0]["port"].as_i64().unwrap())
+        .collect();
+    ports.sort();
+    assert_eq!(ports, vec![8080, 8081]);
+}
+
+#[test]
+fn dual_stack_service_gets_a_slice_per_family_in_canonical_form() {
+    let mut docs = nodes();
+    docs.push(service("api", json!({"ipFamilies": ["IPv4", "IPv6"], "ipFamilyPolicy": "RequireDualStack", "ports": [{"port": 80}]})));
+    docs.push(pod(
+        "a",
+        "api",
+        &["10.0.0.1", "FD00:0:0:0::0A"],
+        true,
+        json!([]),
+    ));
+    let (_, v) = plan(&[], &docs);
+    let s = slices(&v);
+    let by_type: Vec<(String, String)> = s
+        .iter()
+        .map(|s| {
+            (
+                s["addressType"].as_str().unwrap().to_owned(),
+                s["endpoints"][0]["addresses"][0]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert!(by_type.contains(&("IPv4".into(), "10.0.0.1".into())));
+    assert!(by_type.contains(&("IPv6".into(), "fd00::a".into())));
+}
+
+#[test]
+fn headless_label_and_reserved_service_labels() {
+    let mut docs = nodes();
+    let mut svc = service("db", json!({"clusterIP": "None"}));
+    svc["metadata"]["labels"] = json!({"team": "data", "kubernetes.io/service-name": "spoofed", "endpointslice.kubernetes.io/managed-by": "me"});
+    docs.push(svc);
+    docs.push(pod("db-0", "db", &["10.0.0.1"], true, json!([])));
+    let (_, v) = plan(&[], &docs);
+    let labels = &slices(&v)[0]["metadata"]["labels"];
+    assert_eq!(labels["service.kubernetes.io/headless"], "");
+    assert_eq!(labels["kubernetes.io/service-name"], "db");
+    assert_eq!(
+        labels["endpointslice.kubernetes.io/managed-by"],
+        "endpointslice-controller.k8s.io"
+    );
+    assert_eq!(labels["team"], "data");
+}
+
+#[test]
+fn terminating_pods_are_serving_terminating_and_not_ready() {
+    let mut docs = nodes();
+    docs.push(service("web", json!({"ports": [{"port": 80}]})));
+    let mut p = pod("a", "web", &["10.0.0.1"], true, json!([]));
+    p["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+    docs.push(p);
+    let (_, v) = plan(&[], &docs);
+    assert_eq!(
+        slices(&v)[0]["endpoints"][0]["conditions"],
+        json!({"ready": false, "serving": true, "terminating": true})
+    );
+    // The Endpoints controller leaves terminating pods out.
+    let ep = v["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Endpoints")
+        .unwrap();
+    assert!(ep.get("subsets").is_none());
+}
+
+#[test]
+fn existing_slices_are_partly_reused_by_updates() {
+    let mut docs = nodes();
+    docs.push(service("web", json!({"ports": [{"port": 80}]})));
+    for i in 0..5 {
+        docs.push(pod(
+            &format!("web-{i}"),
+            "web",
+            &[&format!("10.0.0.{i}")],
+            true,
+            json!([]),
+        ));
+    }
+    // First plan, then feed its objects back with one pod gone and one new.
+    let (_, first) = plan(&[], &docs);
+    let mut state: Vec<Value> = docs
+        .iter()
+        .filter(|d| d["metadata"]["name"] != "web-0")
+        .cloned()
+        .collect();
+    state.push(pod("web-9", "web", &["10.0.0.9"], true, json!([])));
+    state.extend(first["objects"].as_array().unwrap().iter().cloned());
+    let (run, second) = plan(&[], &state);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let verbs: Vec<(&str, &str)> = second["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["kind"].as_str().unwrap(), a["verb"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        verbs,
+        vec![("Endpoints", "update"), ("EndpointSlice", "update")]
+    );
+    assert_eq!(sizes(&second, "web"), vec![5]);
+}
+
+#[test]
+fn endpoints_writes_appear_beside_slice_writes_and_controllers_can_be_chosen() {
+    let mut docs = nodes();
+    docs.push(service("web", json!({"ports": [{"port": 80}]})));
+    docs.push(pod("a", "web", &["10.0.0.1"], true, json!([])));
+    let (_, v) = plan(&[], &docs);
+    let kinds: Vec<&str> = v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, vec!["Endpoints", "EndpointSlice"]);
+    let (_, only) = plan(&["--controllers", "endpointslice"], &docs);
+    assert!(only["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|o| o["kind"] == "EndpointSlice"));
+    let (run, _) = plan(&["--controllers", "nodes"], &docs);
+    assert_eq!(run.status, 1);
+}
+
+#[test]
+fn generated_names_are_the_same_for_the_same_input() {
+    let mut docs = nodes();
+    docs.push(service("web", json!({"ports": [{"port": 80}]})));
+    docs.push(pod("a", "web", &["10.0.0.1"], true, json!([])));
+    let (a, _) = plan(&[], &docs);
+    let (b, _) = plan(&[], &docs);
+    assert_eq!(a.stdout, b.stdout);
+}
+
+#[test]
+fn bad_documents_are_reported_with_file_and_number_and_nothing_on_stdout() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.yaml");
+    std::fs::write(&path, "apiVersion: v1\nkind: Service\nmetadata: {name: ok, namespace: default}\n---\nkind: Pod\nmetadata: {namespace: x}\n").unwrap();
+    let run = run_plan(&["-f", path.to_str().unwrap()]);
+    assert_eq!(run.status, 1);
+    assert!(run.stdout.is_empty());
+    assert!(
+        run.stderr
+            .contains("bad.yaml: document 2: Pod without metadata.name"),
+        "{}",
+        run.stderr
+    );
+    std::fs::write(&path, "kind: [unclosed\n").unwrap();
+    let run = run_plan(&["-f", path.to_str().unwrap()]);
+    assert_eq!(run.status, 1);
+    assert!(
+        run.stderr.contains("bad.yaml: document 1:"),
+        "{}",
+        run.stderr
+    );
+    let run = run_plan(&["-f", "/nonexistent/manifests"]);
+    assert_eq!(run.status, 1);
+    assert!(run.stderr.contains("/nonexistent/manifests"));
+}
+
+#[test]
+fn other_kinds_are_noted_and_objects_the_api_server_refuses_are_skipped_with_a_warning() {
+    let mut docs = nodes();
+    docs.push(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}));
+    docs.push(service("web", json!({"ports": [{"port": 80}]})));
+    docs.push(pod("bad", "web", &["10.0.0.999"], true, json!([])));
+    docs.push(pod("good", "web", &["10.0.0.1"], true, json!([])));
+    let (run, v) = plan(&[], &docs);
+    assert_eq!(run.status, 0);
+    assert!(run.stderr.contains("kind Deployment skipped"));
+    assert!(
+        run.stderr
+            .contains("refuses it: loading Pod default/bad failed")
+            && run.stderr.contains("status.podIPs[0]"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(sizes(&v, "web"), vec![1]);
+}
+
+#[test]
+fn yaml_output_is_a_stream_of_objects_with_a_summary_on_stderr() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let run = run_plan(&["-f", examples.to_str().unwrap()]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(run.stdout.starts_with("---\n"));
+    assert!(run.stdout.contains("kind: EndpointSlice"));
+    assert!(run.stderr.contains("shop/web: "));
+    assert!(run.stderr.contains("TopologyAwareHintsEnabled"));
+}
+
+#[test]
+fn examples_plan_as_json_with_topology_hints() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let run = run_plan(&["-f", examples.to_str().unwrap(), "-o", "json"]);
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    let web = slices(&v)
+        .into_iter()
+        .find(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == "web")
+        .unwrap();
+    assert!(web["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["hints"]["forZones"].is_array()));
+    let event = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["reason"] == "TopologyAwareHintsEnabled")
+        .unwrap();
+    assert_eq!(event["involvedObject"]["kind"], "Service");
+    assert_eq!(event["type"], "Normal");
+}
+
+#[test]
+fn hand_written_endpoints_of_a_selectorless_service_are_planned_as_a_mirrored_slice() {
+    let mut docs = nodes();
+    docs.push(json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "ext", "namespace": "default"},
+        "spec": {"ports": [{"name": "db", "port": 5432}]}}));
+    docs.push(json!({"apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "ext", "namespace": "default"},
+        "subsets": [{"addresses": [{"ip": "192.168.0.10"}, {"ip": "192.168.0.11"}],
+                     "ports": [{"name": "db", "port": 5432}]}]}));
+    let (run, v) = plan(&[], &docs);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let mirrored: Vec<&Value> = slices(&v)
+        .into_iter()
+        .filter(|s| {
+            s["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"]
+                == "endpointslicemirroring-controller.k8s.io"
+        })
+        .collect();
+    assert_eq!(mirrored.len(), 1, "{v:#}");
+    assert_eq!(sizes(&v, "ext"), [2]);
+    let creates = v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == "EndpointSlice" && a["verb"] == "create")
+        .count();
+    assert_eq!(creates, 1);
+}
+
+#[test]
+fn preexisting_slices_owned_by_their_service_through_the_input_uid_are_updated_in_place() {
+    // A cluster dump: the Service's uid is the old cluster's, and its slice's owner reference
+    // points at it. The server assigns a new uid; the loader must carry the reference over,
+    // or the slice would be an orphan to delete and recreate.
+    let old_uid = "0b7c6a52-5a1e-4d5e-9a43-2f1c9a6b0001";
+    let mut docs = nodes();
+    let mut svc = service(
+        "web",
+        json!({"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}),
+    );
+    svc["metadata"]["uid"] = json!(old_uid);
+    docs.push(svc);
+    docs.push(pod("web-0", "web", &["10.0.0.1"], true, json!([])));
+    docs.push(pod("web-1", "web", &["10.0.0.2"], true, json!([])));
+    docs.push(json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-old12", "namespace": "default",
+            "labels": {"kubernetes.io/service-name": "web",
+                       "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"},
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web",
+                                 "uid": old_uid, "controller": true, "blockOwnerDeletion": true}]},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true}}]
+    }));
+    let (run, v) = plan(&["--controllers", "endpointslice"], &docs);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let verbs: Vec<(&str, &str)> = v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["verb"].as_str().unwrap(), a["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(verbs, vec![("update", "web-old12")], "{v:#}");
+    assert_eq!(sizes(&v, "web"), vec![2]);
+}
+
+#[test]
+fn plan_takes_the_mirroring_flags_and_caps_each_subset() {
+    let mut docs = nodes();
+    docs.push(json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "ext", "namespace": "default"},
+        "spec": {"ports": [{"name": "db", "port": 5432}]}}));
+    docs.push(json!({"apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "ext", "namespace": "default"},
+        "subsets": [{"addresses": [{"ip": "192.168.0.10"}, {"ip": "192.168.0.11"}, {"ip": "192.168.0.12"}],
+                     "ports": [{"name": "db", "port": 5432}]}]}));
+    let (run, v) = plan(
+        &[
+            "--mirroring-max-endpoints-per-subset=2",
+            "--mirroring-concurrent-service-endpoint-syncs=3",
+            "--mirroring-endpointslice-updates-batch-period=1s",
+            "--controllers=*,-endpoint",
+        ],
+        &docs,
+    );
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(sizes(&v, "ext"), [2]);
+    let reasons: Vec<&str> = v["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons, ["TooManyAddressesToMirror"], "{v:#}");
+
+    let (run, _) = plan(&["--mirroring-max-endpoints-per-subset=0"], &docs);
+    assert_ne!(run.status, 0);
+    assert!(
+        run.stderr.contains("--mirroring-max-endpoints-per-subset"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// On a user's PATH the binary is a kubectl plugin: `kubectl endpoints plan` runs it. Needs
+/// kubectl (scripts/install-test-deps.sh installs Debian's); under CI=true it must be there.
+#[test]
+fn kubectl_runs_plan_as_the_endpoints_plugin() {
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let has_kubectl = std::env::split_paths(&path).any(|p| p.join("kubectl").is_file());
+    if !has_kubectl {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "kubectl is missing under CI=true: scripts/install-test-deps.sh installs it"
+        );
+        println!("skipping: kubectl is not on PATH");
+        return;
+    }
+    let mut paths = vec![bin_dir];
+    paths.extend(std::env::split_paths(&path));
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let out = Command::new("kubectl")
+        .env("PATH", std::env::join_paths(paths).unwrap())
+        .args(["endpoints", "plan", "-f"])
+        .arg(&examples)
+        .args(["-o", "json", "--now", "2026-01-01T00:00:00Z"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!slices(&v).is_empty(), "{v:#}");
+}
