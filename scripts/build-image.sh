@@ -24,7 +24,7 @@ buildah --storage-driver "$storage" config \
   --entrypoint '["/kube-endpoints"]' \
   --cmd run \
   --user 65532:65532 \
-  --port 10257 \
+  --port 10257/tcp \
   --label org.opencontainers.image.title=kube-endpoints \
   "$container"
 buildah --storage-driver "$storage" commit --quiet "$container" "$image"

@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
-# Installs Debian's kubectl for the end-to-end tests that drive the embedded API server with
-# it. Best effort: without it those tests print that they were skipped.
+# Installs what the end-to-end tests use when it is missing: Debian's kubectl (the embedded
+# API server driven by kubectl, and the kubectl plugin) and buildah (the image test). Best
+# effort: a test whose tool is missing says so and is skipped, except under CI=true, where
+# the tests that need them fail.
 set -uo pipefail
-if command -v kubectl >/dev/null 2>&1; then
-  exit 0
-fi
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  if ! apt-cache policy kubernetes-client 2>/dev/null | grep -q Candidate; then
+apt_updated=
+install() {
+  local command=$1 package=$2
+  if command -v "$command" >/dev/null 2>&1; then
+    return
+  fi
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-test-deps: not root or no apt-get; tests that need $command will be skipped"
+    return
+  fi
+  if [ -z "$apt_updated" ] && ! apt-cache policy "$package" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
     apt-get update -qq >/dev/null 2>&1 || true
+    apt_updated=1
   fi
-  if apt-cache policy kubernetes-client 2>/dev/null | grep -q 'Candidate: [0-9]'; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kubernetes-client >/dev/null 2>&1 \
-      && echo "install-test-deps: installed kubectl ($(kubectl version --client 2>/dev/null | head -1))" \
-      || echo "install-test-deps: could not install kubernetes-client; kubectl tests will be skipped"
+  if apt-cache policy "$package" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null 2>&1 \
+      && echo "install-test-deps: installed $package" \
+      || echo "install-test-deps: could not install $package; tests that need $command will be skipped"
   else
-    echo "install-test-deps: no kubectl package available; kubectl tests will be skipped"
+    echo "install-test-deps: no $package package available; tests that need $command will be skipped"
   fi
-else
-  echo "install-test-deps: not root or no apt-get; kubectl tests will be skipped"
-fi
+}
+install kubectl kubernetes-client
+install buildah buildah
 exit 0

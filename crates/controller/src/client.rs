@@ -183,6 +183,12 @@ fn builder(
     config.read_timeout = Some(settings.read_timeout);
     config.reset_reader_on_write = true;
     config.write_timeout = Some(settings.write_timeout);
+    // A plain-HTTP server needs no TLS, but kube builds its TLS settings anyway and, given no
+    // CA, asks the platform for its trust store, which an image FROM scratch does not have.
+    // An empty CA list is never consulted for http:// and needs no trust store.
+    if config.cluster_url.scheme_str() == Some("http") && config.root_cert.is_none() {
+        config.root_cert = Some(Vec::new());
+    }
     ClientBuilder::try_from(config).map_err(ClientError::Build)
 }
 
