@@ -117,13 +117,7 @@ fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort> {
             _ => vec![None],
         };
         for port in ports {
-            let ready = subset.addresses.iter().flatten().map(|a| (a, true));
-            let not_ready = subset
-                .not_ready_addresses
-                .iter()
-                .flatten()
-                .map(|a| (a, false));
-            for (address, ready) in ready.chain(not_ready) {
+            for (address, ready) in addresses_with_readiness(subset) {
                 items.push(AddressOnPort {
                     address: address.clone(),
                     port: port.clone(),
@@ -133,6 +127,19 @@ fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort> {
         }
     }
     items
+}
+
+/// A subset's addresses with their readiness: the ready ones first, then the not-ready ones.
+pub fn addresses_with_readiness(
+    subset: &EndpointSubset,
+) -> impl Iterator<Item = (&EndpointAddress, bool)> {
+    let ready = subset.addresses.iter().flatten().map(|a| (a, true));
+    let not_ready = subset
+        .not_ready_addresses
+        .iter()
+        .flatten()
+        .map(|a| (a, false));
+    ready.chain(not_ready)
 }
 
 /// Sorts addresses by IP bytes, then pod UID.

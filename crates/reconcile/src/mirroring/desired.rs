@@ -9,7 +9,7 @@
 //! hostname, targetRef name) within a group collapse into one, the later winning.
 
 use crate::address_family::AddressType;
-use crate::endpoints::repack::repack_subsets;
+use crate::endpoints::repack::{addresses_with_readiness, repack_subsets};
 use crate::mirroring::address::{address_to_endpoint, slice_ports};
 use crate::slice::endpoint::EndpointKey;
 use crate::slice::port_groups::PortGroupKey;
@@ -145,16 +145,10 @@ pub fn desired_state(subsets: &[EndpointSubset], max_per_subset: usize) -> Desir
             group_of(AddressType::IPv6, &mut state),
         ];
 
-        let ready = subset.addresses.iter().flatten().map(|a| (a, true));
-        let not_ready = subset
-            .not_ready_addresses
-            .iter()
-            .flatten()
-            .map(|a| (a, false));
         let total = subset.addresses.as_ref().map_or(0, Vec::len)
             + subset.not_ready_addresses.as_ref().map_or(0, Vec::len);
         let mut added = 0;
-        for (address, is_ready) in ready.chain(not_ready) {
+        for (address, is_ready) in addresses_with_readiness(&subset) {
             // Upstream stops at the cap separately in both lists, with the same count, so one
             // walk over both is the same thing.
             if added >= max_per_subset {
