@@ -209,11 +209,6 @@ impl Liveness {
             },
         ]
     }
-
-    /// Whether every check passes at `now`.
-    pub fn is_live(&self, now: Instant) -> bool {
-        self.check(now).iter().all(|c| c.failure.is_none())
-    }
 }
 
 #[derive(Clone)]

@@ -261,7 +261,8 @@ impl<P: Send + Sync + 'static> Store<P> {
         }
     }
 
-    /// An index of the objects by namespace.
+    /// An index of the objects by namespace (for the tests: the controllers index by label).
+    #[cfg(test)]
     pub fn add_namespace_index(&self) -> Index<P, CompactString> {
         self.add_index(|key, _| Some(key.namespace.clone()))
     }

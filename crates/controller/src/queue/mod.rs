@@ -318,6 +318,8 @@ impl<K: QueueKey> WorkQueue<K> {
     }
 
     /// The next ready key without waiting, marked as being processed; `None` if none is ready.
+    /// (For the tests; workers wait with `get`.)
+    #[cfg(test)]
     pub fn try_get(&self) -> Option<K> {
         match self.poll_key() {
             Polled::Key(key) => Some(key),
@@ -415,7 +417,8 @@ impl<K: QueueKey> WorkQueue<K> {
         }
     }
 
-    /// Whether [`shut_down`](Self::shut_down) has been called.
+    /// Whether [`shut_down`](Self::shut_down) has been called. (For the tests.)
+    #[cfg(test)]
     pub fn is_shutting_down(&self) -> bool {
         lock(&self.inner.state).shutting_down
     }

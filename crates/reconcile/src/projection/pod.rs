@@ -1,8 +1,8 @@
-use super::{heap_bytes, LabelSet, PartialPod};
+use super::{LabelSet, PartialPod};
 use crate::Timestamp;
 use compact_str::CompactString;
-use k8s_openapi::api::core::v1::Pod;
-use serde::Deserialize;
+#[cfg(test)]
+use {super::heap_bytes, k8s_openapi::api::core::v1::Pod, serde::Deserialize};
 
 /// A named container port a service's `targetPort` can refer to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,8 +65,9 @@ pub struct PodDns {
 }
 
 impl PodInfo {
-    /// Projects a full Pod (tests and tools; the informer decodes [`PartialPod`] directly).
+    /// Projects a full Pod (for the tests; the informer decodes [`PartialPod`] directly).
     /// Returns `None` for a pod without namespace or name.
+    #[cfg(test)]
     pub fn from_pod(pod: &Pod) -> Option<Self> {
         // Through the pod's JSON, so that this and the informer share one projection.
         let value = serde_json::to_value(pod).ok()?;
@@ -144,7 +145,8 @@ impl PodInfo {
         self.dns.as_ref().map_or("", |d| d.subdomain.as_str())
     }
 
-    /// Rough heap and inline size of this projection, for the memory figures in the README.
+    /// Rough heap and inline size of this projection, for the memory figure a test prints.
+    #[cfg(test)]
     pub fn approximate_bytes(&self) -> usize {
         let strings = [
             &self.namespace,
