@@ -52,6 +52,7 @@ pub mod secure_serving;
 pub mod service_queuer;
 pub mod service_workers;
 pub mod shadow;
+pub mod slice_writer;
 pub mod state_lock;
 pub mod token_bucket;
 pub mod worker;

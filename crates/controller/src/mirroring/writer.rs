@@ -1,21 +1,16 @@
-//! Applying a mirroring plan. Mirroring writes creates, then updates, then deletes, records
-//! each success in the tracker and counts it in `changes`, and stops at the first failure.
-//! Cleanup tries every delete, counts none and expects none (the tracker already forgot the
-//! key), as upstream's does.
+//! Applying a mirroring plan through the one slice writer ([`crate::slice_writer`]): creates,
+//! then updates, then deletes, each success recorded in the tracker and counted in `changes`,
+//! the first failure ending the sync. Cleanup tries every delete, counts none and expects none
+//! (the tracker already forgot the key), as upstream's does.
 
 use super::MirroringController;
-use crate::api_errors::{is_namespace_terminating, is_not_found};
+use crate::slice_writer::{self, Change, Writes};
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::DeleteParams;
 use kube::Api;
 use reconcile::keys::ServiceKey;
 use reconcile::mirroring::MirroringPlan;
 use std::sync::Arc;
-
-fn name(slice: &EndpointSlice) -> &str {
-    slice.metadata.name.as_deref().unwrap_or("")
-}
 
 impl MirroringController {
     fn api(&self, key: &ServiceKey) -> Api<EndpointSlice> {
@@ -28,39 +23,20 @@ impl MirroringController {
         key: &ServiceKey,
         plan: &MirroringPlan,
     ) -> Result<(), SyncError> {
-        let api = self.api(key);
-        for slice in &plan.create {
-            match crate::written::create(&api, slice).await {
-                Ok(created) => self.wrote(&created, "create"),
-                // Creates keep failing while the namespace terminates: drop the work quietly.
-                Err(e) if is_namespace_terminating(&e) => return Ok(()),
-                Err(e) => return Err(SyncError::slice_write(key, "create", slice, e)),
-            }
-        }
-        for slice in &plan.update {
-            match crate::written::replace(&api, name(slice), slice).await {
-                Ok(updated) => self.wrote(&updated, "update"),
-                Err(e) => return Err(SyncError::slice_write(key, "update", slice, e)),
-            }
-        }
-        for slice in &plan.delete {
-            match api.delete(name(slice), &DeleteParams::default()).await {
-                Ok(_) => {
-                    self.state.lock().tracker.expect_deletion(slice);
-                    self.metrics.totals.changed("delete");
-                }
-                // Already gone, as we wanted. Upstream fails the sync here and retries; the
-                // retry would find nothing left to do, so the failure only costs a backoff.
-                Err(e) if is_not_found(&e) => {}
-                Err(e) => return Err(SyncError::slice_write(key, "delete", slice, e)),
-            }
-        }
-        Ok(())
+        let writes = Writes {
+            create: &plan.create,
+            update: &plan.update,
+            delete: &plan.delete,
+        };
+        let outcome =
+            slice_writer::write_in_order(&self.api(key), key, writes, |change| self.record(change))
+                .await;
+        outcome.error.map_or(Ok(()), Err)
     }
 
-    fn wrote(&self, slice: &EndpointSlice, operation: &str) {
-        self.state.lock().tracker.update(slice);
-        self.metrics.totals.changed(operation);
+    /// Records a write in the tracker and the `changes` metric.
+    fn record(&self, change: Change<'_>) {
+        slice_writer::record(&mut self.state.lock().tracker, &self.metrics.totals, change);
     }
 
     /// Deletes every slice mirrored for an Endpoints that is no longer mirrored; returns the
@@ -73,10 +49,8 @@ impl MirroringController {
         let api = self.api(key);
         let mut errors = Vec::new();
         for slice in slices {
-            match api.delete(name(slice), &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(e) if is_not_found(&e) => {}
-                Err(e) => errors.push(SyncError::slice_write(key, "delete", slice, e)),
+            if let Err(e) = slice_writer::delete(&api, key, slice).await {
+                errors.push(e);
             }
         }
         errors

@@ -1,0 +1,136 @@
+//! The one loop that writes EndpointSlices, for both controllers that write them (the
+//! EndpointSlice controller and the mirroring controller): creates, then updates, then
+//! deletes, as upstream's finalize orders them; each success is reported to the caller, which
+//! records it in its tracker and its `changes` metric; the first failure ends the run.
+
+use crate::api_errors::{is_namespace_terminating, is_not_found};
+use crate::metrics::SliceTotals;
+use crate::worker::SyncError;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::DeleteParams;
+use kube::Api;
+use reconcile::keys::ServiceKey;
+use reconcile::slice::tracker::SliceTracker;
+use std::sync::Arc;
+
+/// A write that went through.
+#[derive(Debug, Clone, Copy)]
+pub enum Change<'a> {
+    /// The slice as the server created it (metadata only).
+    Created(&'a EndpointSlice),
+    /// The slice as the server stored the update (metadata only).
+    Updated(&'a EndpointSlice),
+    /// The slice that was deleted, as the plan named it.
+    Deleted(&'a EndpointSlice),
+}
+
+impl Change<'_> {
+    /// The `operation` label of the `changes` metric.
+    pub fn operation(&self) -> &'static str {
+        match self {
+            Change::Created(_) => "create",
+            Change::Updated(_) => "update",
+            Change::Deleted(_) => "delete",
+        }
+    }
+}
+
+/// Records a write as both controllers do: in the slice tracker (the generation written, or
+/// the deletion expected) and in the `changes` metric.
+pub fn record(tracker: &mut SliceTracker, totals: &SliceTotals, change: Change<'_>) {
+    match change {
+        Change::Created(slice) | Change::Updated(slice) => tracker.update(slice),
+        Change::Deleted(slice) => tracker.expect_deletion(slice),
+    }
+    totals.changed(change.operation());
+}
+
+/// What one run wrote.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Slices created, updated or deleted, including those before a failure.
+    pub changed: usize,
+    /// The failure that ended the run, if any.
+    pub error: Option<SyncError>,
+}
+
+/// The slices one plan writes, in the order they are sent.
+#[derive(Debug, Clone, Copy)]
+pub struct Writes<'a> {
+    /// Created first.
+    pub create: &'a [EndpointSlice],
+    /// Then replaced.
+    pub update: &'a [EndpointSlice],
+    /// Then deleted.
+    pub delete: &'a [Arc<EndpointSlice>],
+}
+
+fn name(slice: &EndpointSlice) -> &str {
+    slice.metadata.name.as_deref().unwrap_or("")
+}
+
+/// Sends `writes` in order. A create refused because the namespace is terminating ends the
+/// run quietly (creates keep failing until it is gone, and then nothing is left to write); a
+/// slice already deleted counts as deleted by nobody.
+pub async fn write_in_order(
+    api: &Api<EndpointSlice>,
+    key: &ServiceKey,
+    writes: Writes<'_>,
+    mut record: impl FnMut(Change<'_>),
+) -> Outcome {
+    let mut outcome = Outcome::default();
+    for slice in writes.create {
+        match crate::written::create(api, slice).await {
+            Ok(created) => {
+                record(Change::Created(&created));
+                outcome.changed += 1;
+            }
+            Err(e) if is_namespace_terminating(&e) => return outcome,
+            Err(e) => {
+                outcome.error = Some(SyncError::slice_write(key, "create", slice, e));
+                return outcome;
+            }
+        }
+    }
+    for slice in writes.update {
+        match crate::written::replace(api, name(slice), slice).await {
+            Ok(updated) => {
+                record(Change::Updated(&updated));
+                outcome.changed += 1;
+            }
+            Err(e) => {
+                outcome.error = Some(SyncError::slice_write(key, "update", slice, e));
+                return outcome;
+            }
+        }
+    }
+    for slice in writes.delete {
+        match delete(api, key, slice).await {
+            Ok(true) => {
+                record(Change::Deleted(slice));
+                outcome.changed += 1;
+            }
+            Ok(false) => {}
+            Err(e) => {
+                outcome.error = Some(e);
+                return outcome;
+            }
+        }
+    }
+    outcome
+}
+
+/// Deletes one slice: `true` when this call deleted it, `false` when it was already gone.
+/// (Upstream's mirroring controller fails the sync on a slice already gone and retries; the
+/// retry would find nothing left to do, so here it only costs nothing.)
+pub async fn delete(
+    api: &Api<EndpointSlice>,
+    key: &ServiceKey,
+    slice: &EndpointSlice,
+) -> Result<bool, SyncError> {
+    match api.delete(name(slice), &DeleteParams::default()).await {
+        Ok(_) => Ok(true),
+        Err(e) if is_not_found(&e) => Ok(false),
+        Err(e) => Err(SyncError::slice_write(key, "delete", slice, e)),
+    }
+}
