@@ -274,16 +274,11 @@ impl ControllerFlags {
 
     /// Settings for the controller crate.
     pub fn settings(&self, kubeconfig: Option<PathBuf>) -> Result<Settings> {
-        let mut options = controller::Options {
-            settings: Settings::default(),
-            endpoints: true,
-            endpoint_slices: true,
-            mirroring: true,
-            shadow: None,
-        };
-        self.output.apply(&mut options)?;
-        self.tuning.apply(&mut options.settings);
-        let mut s = options.settings;
+        // Ranges are checked where the settings are used (`Session::start`), the controller
+        // list by `enabled`.
+        let mut s = Settings::default();
+        self.output.apply_settings(&mut s);
+        self.tuning.apply_settings(&mut s);
         s.client.kubeconfig = kubeconfig;
         s.client.qps = self.kube_api_qps;
         s.client.burst = self.kube_api_burst;

@@ -91,15 +91,19 @@ impl OutputFlags {
         options.endpoints = enabled.endpoints;
         options.endpoint_slices = enabled.endpoint_slices;
         options.mirroring = enabled.mirroring;
-        let s = &mut options.settings;
+        self.apply_settings(&mut options.settings);
+        options.settings.validate()?;
+        Ok(())
+    }
+
+    /// Sets the settings these flags name (not which controllers run), unchecked.
+    pub fn apply_settings(&self, s: &mut controller::config::Settings) {
         s.max_endpoints_per_slice = self.max_endpoints_per_slice;
         s.mirroring_concurrent_service_endpoint_syncs =
             self.mirroring_concurrent_service_endpoint_syncs;
         s.mirroring_max_endpoints_per_subset = self.mirroring_max_endpoints_per_subset;
         s.mirroring_endpointslice_updates_batch_period =
             self.mirroring_endpointslice_updates_batch_period;
-        s.validate()?;
-        Ok(())
     }
 }
 
@@ -122,8 +126,8 @@ pub struct TuningFlags {
 }
 
 impl TuningFlags {
-    /// Sets the settings these flags name.
-    pub fn apply(&self, settings: &mut controller::config::Settings) {
+    /// Sets the settings these flags name, unchecked.
+    pub fn apply_settings(&self, settings: &mut controller::config::Settings) {
         settings.concurrent_endpoint_syncs = self.concurrent_endpoint_syncs;
         settings.concurrent_service_endpoint_syncs = self.concurrent_service_endpoint_syncs;
         settings.endpoint_updates_batch_period = self.endpoint_updates_batch_period;
@@ -184,7 +188,7 @@ impl CaseFlags {
     /// The options of a live run with these flags: also the workers and batching.
     pub fn live(&self, options: &mut controller::Options) -> Result<()> {
         self.output.apply(options)?;
-        self.tuning.apply(&mut options.settings);
+        self.tuning.apply_settings(&mut options.settings);
         options.settings.validate().context("the case's flags")?;
         Ok(())
     }

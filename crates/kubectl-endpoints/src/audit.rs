@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::ListParams;
 use kube::{Api, Client};
+use reconcile::projection::ServiceInfo;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -116,10 +117,7 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
             services.iter().any(|s| {
                 s.metadata.namespace == e.metadata.namespace
                     && s.metadata.name == e.metadata.name
-                    && s.spec
-                        .as_ref()
-                        .and_then(|spec| spec.selector.as_ref())
-                        .is_none_or(|selector| selector.is_empty())
+                    && ServiceInfo::from_service(s).is_some_and(|s| s.selector.is_none())
             })
         })
         .cloned()
@@ -138,11 +136,7 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
     let ours = plan(objects, &settings)
         .await
         .context("running the controllers on a copy of the cluster")?;
-    let ours = Written {
-        endpoints: values(&ours.endpoints)?,
-        endpoint_slices: values(&ours.slices)?,
-        events: Vec::new(),
-    };
+    let ours = Written::from_outcome(ours)?.without_events();
     let theirs = Written {
         endpoints: values(&endpoints)?,
         endpoint_slices: values(&slices)?,

@@ -72,6 +72,41 @@ pub struct WrittenEvent {
     pub message: String,
 }
 
+impl Written {
+    /// What a `plan` run left: its Endpoints, EndpointSlices and Events.
+    pub fn from_outcome(outcome: crate::plan::Outcome) -> Result<Self> {
+        fn values<T: serde::Serialize>(items: &[T]) -> Result<Vec<Value>> {
+            items
+                .iter()
+                .map(|i| serde_json::to_value(i).context("encoding an object"))
+                .collect()
+        }
+        Ok(Self {
+            endpoints: values(&outcome.endpoints)?,
+            endpoint_slices: values(&outcome.slices)?,
+            events: outcome
+                .events
+                .into_iter()
+                .map(|e| WrittenEvent {
+                    namespace: e.involved_object.namespace,
+                    name: e.involved_object.name,
+                    type_: e.type_,
+                    reason: e.reason,
+                    message: e.message,
+                })
+                .collect(),
+        })
+    }
+
+    /// The same without its Events, for comparisons with a side that has none.
+    pub fn without_events(self) -> Self {
+        Self {
+            events: Vec::new(),
+            ..self
+        }
+    }
+}
+
 impl WrittenEvent {
     /// Upstream's Warnings for a write that lost a race with its own informer: it synced the
     /// Service again before its cache had seen its last write. The corpus leaves them out of
@@ -154,29 +189,7 @@ pub async fn run_offline(case: &Case) -> Result<Written> {
     let outcome = plan(to_values(&case.objects)?, &settings)
         .await
         .with_context(|| format!("case {}", case.name))?;
-    Ok(Written {
-        endpoints: outcome
-            .endpoints
-            .iter()
-            .filter_map(|e| serde_json::to_value(e).ok())
-            .collect(),
-        endpoint_slices: outcome
-            .slices
-            .iter()
-            .filter_map(|s| serde_json::to_value(s).ok())
-            .collect(),
-        events: outcome
-            .events
-            .into_iter()
-            .map(|e| WrittenEvent {
-                namespace: e.involved_object.namespace,
-                name: e.involved_object.name,
-                type_: e.type_,
-                reason: e.reason,
-                message: e.message,
-            })
-            .collect(),
-    })
+    Written::from_outcome(outcome)
 }
 
 /// Reads the upstream recording into the same shape.

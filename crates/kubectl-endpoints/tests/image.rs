@@ -9,6 +9,7 @@
 //! except under `CI=true`, where it fails.
 
 use kubectl_endpoints::conformance::{compare, Written};
+use kubectl_endpoints::fault_schedule::verdict::live;
 use kubectl_endpoints::manifests::{into_values, load_paths};
 use kubectl_endpoints::plan::{plan, PlanSettings};
 use serde_json::Value;
@@ -91,40 +92,6 @@ fn free_port() -> u16 {
         .unwrap()
 }
 
-fn written(endpoints: Vec<Value>, endpoint_slices: Vec<Value>) -> Written {
-    Written {
-        endpoints,
-        endpoint_slices,
-        events: Vec::new(),
-    }
-}
-
-async fn live(client: &kube::Client) -> Written {
-    use k8s_openapi::api::core::v1::Endpoints;
-    use k8s_openapi::api::discovery::v1::EndpointSlice;
-    let lp = kube::api::ListParams::default();
-    let endpoints = kube::Api::<Endpoints>::all(client.clone())
-        .list(&lp)
-        .await
-        .unwrap()
-        .items;
-    let slices = kube::Api::<EndpointSlice>::all(client.clone())
-        .list(&lp)
-        .await
-        .unwrap()
-        .items;
-    written(
-        endpoints
-            .iter()
-            .map(|e| serde_json::to_value(e).unwrap())
-            .collect(),
-        slices
-            .iter()
-            .map(|s| serde_json::to_value(s).unwrap())
-            .collect(),
-    )
-}
-
 /// GET https://127.0.0.1:PORT/healthz, trusting the self-signed certificate.
 async fn healthz(port: u16) -> Option<String> {
     let mut config = kube::Config::new(format!("https://127.0.0.1:{port}").parse().unwrap());
@@ -196,18 +163,7 @@ async fn the_image_runs_as_its_user_from_its_own_root_and_converges() {
     let planned = plan(objects, &PlanSettings::new(reconcile::Timestamp::now()))
         .await
         .unwrap();
-    let want = written(
-        planned
-            .endpoints
-            .iter()
-            .map(|e| serde_json::to_value(e).unwrap())
-            .collect(),
-        planned
-            .slices
-            .iter()
-            .map(|s| serde_json::to_value(s).unwrap())
-            .collect(),
-    );
+    let want = Written::from_outcome(planned).unwrap().without_events();
 
     // The image's entrypoint and command, from inside its root, as its user.
     let port = free_port();
@@ -235,7 +191,7 @@ async fn the_image_runs_as_its_user_from_its_own_root_and_converges() {
                 std::fs::read_to_string(log.path()).unwrap_or_default()
             );
         }
-        differences = compare(&live(&client).await, &want);
+        differences = compare(&live(&client).await.unwrap(), &want);
         if health.is_none() {
             health = healthz(port).await;
         }

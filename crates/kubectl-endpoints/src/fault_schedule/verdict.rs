@@ -63,19 +63,7 @@ pub async fn planned(sources: Vec<Value>, options: &controller::Options) -> Resu
     settings.options.endpoint_slices = options.endpoint_slices;
     settings.options.mirroring = options.mirroring;
     let outcome = plan(sources, &settings).await?;
-    Ok(Written {
-        endpoints: outcome
-            .endpoints
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()?,
-        endpoint_slices: outcome
-            .slices
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()?,
-        events: Vec::new(),
-    })
+    Ok(Written::from_outcome(outcome)?.without_events())
 }
 
 /// Every Endpoints and EndpointSlice the server holds.
