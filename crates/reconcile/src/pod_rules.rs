@@ -3,18 +3,35 @@
 use crate::projection::{PodInfo, ServiceInfo};
 use k8s_openapi::api::core::v1::ObjectReference;
 
-/// True when the pod belongs in Endpoints or EndpointSlices at all: it is not terminal
-/// (Failed/Succeeded), it has an IP, and it is not being deleted unless terminating pods are
-/// wanted (the slice controller always wants them; the Endpoints controller only with
-/// `publishNotReadyAddresses`).
-pub fn is_endpoint_candidate(pod: &PodInfo, include_terminating: bool) -> bool {
+/// Why a pod is not an endpoint at all, checked in the order the controllers check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exclusion {
+    /// Its phase is Failed or Succeeded.
+    Terminal,
+    /// It has no IP yet.
+    NoIp,
+    /// It is being deleted and terminating pods are not wanted.
+    Terminating,
+}
+
+/// Why the pod does not belong in Endpoints or EndpointSlices, or `None` when it does: it is
+/// not terminal (Failed/Succeeded), it has an IP, and it is not being deleted unless
+/// terminating pods are wanted (the slice controller always wants them; the Endpoints
+/// controller only with `publishNotReadyAddresses`).
+pub fn endpoint_exclusion(pod: &PodInfo, include_terminating: bool) -> Option<Exclusion> {
     if pod.terminal {
-        return false;
+        return Some(Exclusion::Terminal);
     }
     if pod.pod_ip.is_empty() && pod.ips.is_empty() {
-        return false;
+        return Some(Exclusion::NoIp);
     }
-    include_terminating || !pod.deleting
+    (!include_terminating && pod.deleting).then_some(Exclusion::Terminating)
+}
+
+/// True when the pod belongs in Endpoints or EndpointSlices at all (see
+/// [`endpoint_exclusion`]).
+pub fn is_endpoint_candidate(pod: &PodInfo, include_terminating: bool) -> bool {
+    endpoint_exclusion(pod, include_terminating).is_none()
 }
 
 /// True when the pod's hostname is published: it has one, its subdomain names the service, and

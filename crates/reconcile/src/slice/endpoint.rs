@@ -5,6 +5,7 @@ use crate::address_family::AddressType;
 use crate::ip::parse_sloppy;
 use crate::pod_rules::{pod_reference, publishes_hostname};
 use crate::projection::{PodInfo, ServiceInfo};
+use crate::slice::{MissingNode, NodeZones};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions};
 
 /// Builds the endpoint for a pod: its addresses of the family in canonical form (sorted),
@@ -40,6 +41,25 @@ pub fn pod_to_endpoint(
         hostname: publishes_hostname(pod, service).then(|| pod.hostname().to_owned()),
         target_ref: Some(pod_reference(pod)),
         ..Default::default()
+    }
+}
+
+/// The zone a pod's endpoint carries, from its node (`None` for a node without one). A pod on
+/// a node the cache does not know is left out (its slice is still written, and the sync fails
+/// so it is retried): that is the `Err`. With publishNotReadyAddresses the user asked for
+/// every pod, so it goes in without a zone.
+pub fn endpoint_zone(
+    nodes: &dyn NodeZones,
+    pod: &PodInfo,
+    service: &ServiceInfo,
+) -> Result<Option<String>, MissingNode> {
+    match nodes.node_zone(&pod.node_name) {
+        Some(zone) => Ok(zone),
+        None if service.publish_not_ready_addresses => Ok(None),
+        None => Err(MissingNode {
+            pod: pod.name.to_string(),
+            node: pod.node_name.to_string(),
+        }),
     }
 }
 

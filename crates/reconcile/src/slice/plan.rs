@@ -3,7 +3,7 @@
 use crate::address_family::{slice_address_types, AddressType};
 use crate::event::PlannedEvent;
 use crate::pod_rules::is_endpoint_candidate;
-use crate::slice::endpoint::{pod_to_endpoint, EndpointKey};
+use crate::slice::endpoint::{endpoint_zone, pod_to_endpoint, EndpointKey};
 use crate::slice::fill::{fill_port_group, DesiredEndpoints};
 use crate::slice::finalize::{recycle_deletes, set_trigger_time};
 use crate::slice::placeholder::{is_placeholder, placeholder};
@@ -153,22 +153,14 @@ impl AddressTypeSync<'_, '_> {
             let group = groups
                 .entry(PortGroupKey::of(Some(&ports)))
                 .or_insert_with(|| (ports, DesiredEndpoints::new()));
-            let zone = match input.nodes.node_zone(&pod.node_name) {
-                Some(zone) => zone,
-                // A pod on a node the cache does not know is left out (its slice is still
-                // written) and the sync fails so it is retried; with publishNotReadyAddresses
-                // the user asked for every pod, so it goes in without a zone.
-                None if !service.publish_not_ready_addresses => {
-                    let missing = MissingNode {
-                        pod: pod.name.to_string(),
-                        node: pod.node_name.to_string(),
-                    };
+            let zone = match endpoint_zone(input.nodes, pod, service) {
+                Ok(zone) => zone,
+                Err(missing) => {
                     if !missing_nodes.contains(&missing) {
                         missing_nodes.push(missing);
                     }
                     continue;
                 }
-                None => None,
             };
             let endpoint = pod_to_endpoint(pod, zone.as_deref(), service, self.address_type);
             if !endpoint.addresses.is_empty() {
