@@ -455,10 +455,36 @@ pub fn compare(ours: &Written, upstream: &Written) -> Vec<String> {
     compare_by(ours, upstream, Rules::Static)
 }
 
+/// What each side of a comparison is called in its difference lines.
+#[derive(Debug, Clone, Copy)]
+pub struct Sides {
+    /// The first side ("ours" against the corpus).
+    pub ours: &'static str,
+    /// The second side ("upstream" against the corpus).
+    pub theirs: &'static str,
+}
+
+impl Sides {
+    /// Our controllers against upstream's recording.
+    pub const UPSTREAM: Sides = Sides {
+        ours: "ours",
+        theirs: "upstream",
+    };
+}
+
 /// [`compare`] under the given rules.
 pub fn compare_by(ours: &Written, upstream: &Written, rules: Rules) -> Vec<String> {
+    compare_sides(ours, upstream, rules, Sides::UPSTREAM)
+}
+
+/// [`compare_by`], each side named as `sides` says.
+pub fn compare_sides(ours: &Written, theirs: &Written, rules: Rules, sides: Sides) -> Vec<String> {
     let a = normalise_by(ours, rules);
-    let b = normalise_by(upstream, rules);
+    let b = normalise_by(theirs, rules);
+    let Sides {
+        ours: ours_name,
+        theirs: theirs_name,
+    } = sides;
     let mut diffs = Vec::new();
     let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     for key in keys {
@@ -466,13 +492,15 @@ pub fn compare_by(ours: &Written, upstream: &Written, rules: Rules) -> Vec<Strin
             (Some(x), Some(y)) if x == y => {}
             (Some(x), Some(y)) if key.ends_with("truncated subsets") && truncated_close(x, y) => {}
             (Some(Value::Array(x)), Some(Value::Array(y))) => {
-                diffs.push(format!("{key}: {}", list_difference(x, y)))
+                diffs.push(format!("{key}: {}", list_difference(x, y, sides)))
             }
-            (Some(x), Some(y)) => {
-                diffs.push(format!("{key}: ours {} upstream {}", short(x), short(y)))
-            }
-            (Some(x), None) => diffs.push(format!("{key}: only ours: {}", short(x))),
-            (None, Some(y)) => diffs.push(format!("{key}: only upstream: {}", short(y))),
+            (Some(x), Some(y)) => diffs.push(format!(
+                "{key}: {ours_name} {} {theirs_name} {}",
+                short(x),
+                short(y)
+            )),
+            (Some(x), None) => diffs.push(format!("{key}: only {ours_name}: {}", short(x))),
+            (None, Some(y)) => diffs.push(format!("{key}: only {theirs_name}: {}", short(y))),
             (None, None) => {}
         }
     }
@@ -517,7 +545,7 @@ fn truncated_close(a: &Value, b: &Value) -> bool {
 
 /// The elements one list has and the other lacks (as multisets), or both lists when they
 /// hold the same elements in another order.
-fn list_difference(ours: &[Value], upstream: &[Value]) -> String {
+fn list_difference(ours: &[Value], upstream: &[Value], sides: Sides) -> String {
     let mut extra: Vec<&Value> = Vec::new();
     let mut missing: Vec<&Value> = upstream.iter().collect();
     for v in ours {
@@ -530,8 +558,10 @@ fn list_difference(ours: &[Value], upstream: &[Value]) -> String {
     }
     if extra.is_empty() && missing.is_empty() {
         return format!(
-            "ours {} upstream {}",
+            "{} {} {} {}",
+            sides.ours,
             short(&Value::Array(ours.to_vec())),
+            sides.theirs,
             short(&Value::Array(upstream.to_vec()))
         );
     }
@@ -546,10 +576,10 @@ fn list_difference(ours: &[Value], upstream: &[Value]) -> String {
     };
     let mut parts = Vec::new();
     if !extra.is_empty() {
-        parts.push(format!("only ours {}", render(&extra)));
+        parts.push(format!("only {} {}", sides.ours, render(&extra)));
     }
     if !missing.is_empty() {
-        parts.push(format!("only upstream {}", render(&missing)));
+        parts.push(format!("only {} {}", sides.theirs, render(&missing)));
     }
     parts.join("; ")
 }

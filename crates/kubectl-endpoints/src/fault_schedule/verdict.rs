@@ -5,7 +5,7 @@
 //! port list do, so a duplicated or left-over object shows).
 
 use super::api::{list_values, retrying};
-use crate::conformance::{compare_by, Rules, Written};
+use crate::conformance::{compare_sides, Rules, Sides, Written};
 use crate::plan::{plan, PlanSettings};
 use anyhow::Result;
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
@@ -106,15 +106,17 @@ fn without_trigger_time(mut written: Written) -> Written {
 pub fn differences(live: &Written, planned: &Written) -> Vec<String> {
     let live = without_trigger_time(live.clone());
     let planned = without_trigger_time(planned.clone());
-    compare_by(&live, &planned, Rules::Static)
-        .into_iter()
-        .map(|line| {
-            line.replace("only ours", "only after faults")
-                .replace("only upstream", "only in plan")
-                .replace(": ours ", ": after faults ")
-                .replace(" upstream ", " plan ")
-        })
-        .collect()
+    compare_sides(
+        &live,
+        &planned,
+        Rules::Static,
+        Sides {
+            ours: "after faults",
+            theirs: "in plan",
+        },
+    )
+    .into_iter()
+    .collect()
 }
 
 #[cfg(test)]
