@@ -9,14 +9,10 @@
 //! upstream itself writes in map order or after the order of past changes. Nothing is ever written to the cluster.
 
 use crate::conformance::{compare_by, Rules, Written};
-use crate::manifests::Object;
 use crate::plan::{plan, PlanSettings};
+use crate::snapshot::Snapshot;
 use anyhow::{Context, Result};
-use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::ListParams;
-use kube::{Api, Client};
-use reconcile::projection::ServiceInfo;
+use kube::Client;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -64,71 +60,11 @@ impl AuditReport {
     }
 }
 
-async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-    K::DynamicType: Default,
-{
-    let api: Api<K> = match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    };
-    Ok(api.list(&ListParams::default()).await?.items)
-}
-
 /// Audits the cluster `client` talks to.
 pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
-    let ns = scope.namespace.as_deref();
-    let lp = ListParams::default();
-    let namespaces = Api::<Namespace>::all(client.clone())
-        .list(&lp)
-        .await
-        .context("listing Namespaces")?
-        .items;
-    let nodes = Api::<Node>::all(client.clone())
-        .list(&lp)
-        .await
-        .context("listing Nodes")?
-        .items;
-    let services: Vec<Service> = list(client, ns).await.context("listing Services")?;
-    let pods: Vec<Pod> = list(client, ns).await.context("listing Pods")?;
-    let endpoints: Vec<Endpoints> = list(client, ns).await.context("listing Endpoints")?;
-    let slices: Vec<EndpointSlice> = list(client, ns).await.context("listing EndpointSlices")?;
-
-    let service_keys: Vec<String> = services
-        .iter()
-        .filter_map(|s| {
-            Some(format!(
-                "{}/{}",
-                s.metadata.namespace.as_ref()?,
-                s.metadata.name.as_ref()?
-            ))
-        })
-        .filter(|key| key != "default/kubernetes")
-        .collect();
-    // The Endpoints of a Service without a selector are written by hand: they are the
-    // mirroring controller's input, not what a controller writes, so the copy gets them too.
-    let hand_written: Vec<Endpoints> = endpoints
-        .iter()
-        .filter(|e| {
-            services.iter().any(|s| {
-                s.metadata.namespace == e.metadata.namespace
-                    && s.metadata.name == e.metadata.name
-                    && ServiceInfo::from_service(s).is_some_and(|s| s.selector.is_none())
-            })
-        })
-        .cloned()
-        .collect();
-    let mut objects: Vec<Object> = Vec::new();
-    objects.extend(namespaces.into_iter().map(Object::Namespace));
-    objects.extend(nodes.into_iter().map(Object::Node));
-    objects.extend(services.into_iter().map(Object::Service));
-    objects.extend(pods.into_iter().map(Object::Pod));
-    objects.extend(hand_written.into_iter().map(Object::Endpoints));
-
+    let snapshot = Snapshot::read(client, scope.namespace.as_deref()).await?;
+    let service_keys = snapshot.service_keys();
+    let objects = snapshot.controller_input();
     let mut settings = PlanSettings::new(reconcile::Timestamp::now());
     scope.flags.apply(&mut settings.options)?;
     let objects =
@@ -138,8 +74,8 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
         .context("running the controllers on a copy of the cluster")?;
     let ours = Written::from_outcome(ours)?.without_events();
     let theirs = Written {
-        endpoints: values(&endpoints)?,
-        endpoint_slices: values(&slices)?,
+        endpoints: values(&snapshot.endpoints)?,
+        endpoint_slices: values(&snapshot.slices)?,
         events: Vec::new(),
     };
 

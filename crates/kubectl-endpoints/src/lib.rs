@@ -6,7 +6,9 @@
 pub mod audit;
 pub mod conformance;
 pub mod dynamic;
+pub mod explain;
 pub mod fault_schedule;
 pub mod listen;
 pub mod manifests;
 pub mod plan;
+pub mod snapshot;

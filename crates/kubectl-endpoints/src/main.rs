@@ -8,7 +8,7 @@ use kube_endpoints::{exit_code, runtime};
 use std::process::ExitCode;
 
 /// Workstation tools for kube-endpoints: what the controllers would write (`plan`), whether a
-/// cluster holds it (`audit`), an embedded API server with the controllers running (`dev`),
+/// cluster holds it (`audit`), why a pod is or is not an endpoint (`explain`), an embedded API server with the controllers running (`dev`),
 /// and the lab (`conformance`, `faults`, `bench`). The controllers that run in a cluster are
 /// the `kube-endpoints` binary.
 #[derive(Debug, Parser)]
@@ -22,6 +22,7 @@ struct Cli {
 enum Command {
     Plan(cmd::plan::PlanArgs),
     Audit(cmd::audit::AuditArgs),
+    Explain(cmd::explain::ExplainArgs),
     Dev(Box<cmd::dev::DevArgs>),
     Apiserver(cmd::apiserver::ApiServerArgs),
     Conformance(cmd::conformance::ConformanceArgs),
@@ -32,6 +33,7 @@ enum Command {
 fn main() -> ExitCode {
     kube_endpoints::allocator::tune();
     let result = match Cli::parse().command {
+        Command::Explain(args) => return explain(args),
         Command::Plan(args) => cmd::plan::run(args).map(|()| true),
         Command::Conformance(args) => cmd::conformance::run(args),
         Command::Dev(args) => runtime(Some(&args.controllers.logging), None)
@@ -49,6 +51,24 @@ fn main() -> ExitCode {
             .map(|()| true),
     };
     exit_code(result)
+}
+
+/// `explain` ends with its own codes: 0 with a ready endpoint, 3 without, 2 on a usage
+/// error (clap exits 2 on its own), 1 on any other error.
+fn explain(args: cmd::explain::ExplainArgs) -> ExitCode {
+    // A runtime without the controllers' logging: explain's output is its answer alone.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from);
+    match runtime.and_then(|rt| rt.block_on(cmd::explain::run(args))) {
+        Ok(explanation) => ExitCode::from(explanation.exit_code()),
+        Err(e) if e.downcast_ref::<cmd::explain::UsageError>().is_some() => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+        Err(e) => exit_code(Err(e)),
+    }
 }
 
 /// `docs/flags.md`: every command of both binaries with its flags, as clap renders their
@@ -110,6 +130,7 @@ mod tests {
             "kube-endpoints run",
             "kubectl-endpoints plan",
             "kubectl-endpoints audit",
+            "kubectl-endpoints explain",
             "kubectl-endpoints dev",
             "kubectl-endpoints apiserver",
             "kubectl-endpoints conformance",

@@ -257,3 +257,86 @@ async fn audit_names_exactly_the_service_and_field_that_differ() {
         handle.shutdown().await.unwrap();
     }
 }
+
+fn only_reads(server: &apiserver::ApiServer) -> Vec<String> {
+    server
+        .request_counts()
+        .keys()
+        .filter(|(verb, _)| !matches!(verb.as_str(), "get" | "list" | "watch"))
+        .map(|(verb, resource)| format!("{verb} {resource}"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_live_agrees_with_upstream_and_only_reads() {
+    use kubectl_endpoints::explain::{corpus::disagreements, explain, Source};
+    use kubectl_endpoints::snapshot::Snapshot;
+    let dir = tempfile::tempdir().unwrap();
+    let mut explained = 0;
+    for case_dir in static_cases() {
+        let case = load_case(&case_dir).unwrap();
+        let upstream = case.upstream.clone().unwrap();
+        let (handle, kubeconfig) = cluster_with(&case, &upstream, dir.path()).await;
+        // Over HTTP, through the kube client, as `explain --kubeconfig` reads a cluster.
+        let client = controller::client::build_client(&controller::client::ClientSettings {
+            kubeconfig: Some(kubeconfig.clone()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+        let snapshot = Snapshot::read(&client, None).await.unwrap();
+        let keys = snapshot.service_keys();
+        let explanations = explain(&snapshot, Source::Cluster, &keys, &case.flags.output)
+            .await
+            .unwrap();
+        let lines = disagreements(&explanations, &upstream);
+        assert!(lines.is_empty(), "{}:\n{}", case.name, lines.join("\n"));
+        // The cluster holds upstream's objects, which are what ours would write.
+        for e in &explanations {
+            assert_eq!(
+                e.as_written,
+                Some(true),
+                "{} {}: {:?}",
+                case.name,
+                e.service,
+                e.differences
+            );
+            assert!(
+                e.pods.iter().all(|p| p.as_written == Some(true)),
+                "{}",
+                e.service
+            );
+        }
+        explained += explanations.len();
+
+        // The binary, for one Service, the way a user runs it.
+        let service = keys.iter().find(|k| !k.ends_with("/kubernetes")).unwrap();
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"));
+        command
+            .args(["explain", service, "-o", "json", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(
+                std::fs::read_to_string(case_dir.join("flags"))
+                    .unwrap_or_default()
+                    .split_whitespace(),
+            );
+        let out = tokio::task::spawn_blocking(move || command.output().unwrap())
+            .await
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+        });
+        let ready = report["readyEndpoints"].as_u64().unwrap();
+        assert_eq!(out.status.code(), Some(if ready > 0 { 0 } else { 3 }));
+        assert_eq!(report["service"], service.as_str());
+
+        assert_eq!(
+            only_reads(handle.server()),
+            Vec::<String>::new(),
+            "{}",
+            case.name
+        );
+        handle.shutdown().await.unwrap();
+    }
+    assert!(explained >= 12, "{explained}");
+}

@@ -278,3 +278,31 @@ fn a_case_whose_flags_file_names_an_unknown_flag_is_refused() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_agrees_with_upstream_on_every_pod_of_every_static_case() {
+    use kubectl_endpoints::explain::{corpus::disagreements, explain, Source};
+    use kubectl_endpoints::snapshot::Snapshot;
+    let mut failures = Vec::new();
+    let (mut cases, mut pods) = (0, 0);
+    for dir in find_cases(&corpus()).expect("corpus present") {
+        let case = load_case(&dir).expect("case loads");
+        if case.steps.is_some() {
+            continue;
+        }
+        let snapshot = Snapshot::from_objects(case.objects);
+        let keys = snapshot.service_keys();
+        let explanations = explain(&snapshot, Source::Manifests, &keys, &case.flags.output)
+            .await
+            .expect("explain runs");
+        assert_eq!(explanations.len(), keys.len());
+        cases += 1;
+        pods += explanations.iter().map(|e| e.pods.len()).sum::<usize>();
+        let lines = disagreements(&explanations, case.upstream.as_ref().expect("recorded"));
+        if !lines.is_empty() {
+            failures.push(format!("{}:\n  {}", case.name, lines.join("\n  ")));
+        }
+    }
+    assert!(cases >= 12 && pods > 1000, "{cases} cases, {pods} pods");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -545,4 +545,112 @@ fn kubectl_runs_plan_as_the_endpoints_plugin() {
     assert!(out.status.success(), "{stderr}");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(!slices(&v).is_empty(), "{v:#}");
+
+    let out = Command::new("kubectl")
+        .env("PATH", std::env::join_paths(paths_again(&path)).unwrap())
+        .args([
+            "endpoints",
+            "explain",
+            "web",
+            "-n",
+            "shop",
+            "-o",
+            "json",
+            "-f",
+        ])
+        .arg(&examples)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["service"], "shop/web");
+}
+
+fn paths_again(path: &std::ffi::OsStr) -> Vec<std::path::PathBuf> {
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let mut paths = vec![bin_dir];
+    paths.extend(std::env::split_paths(path));
+    paths
+}
+
+/// `explain` on the worked example of docs/explain.md: the answer the docs show, and its exit
+/// codes (0 with a ready endpoint, 3 without, 2 on a usage error, 1 on another error).
+#[test]
+fn explain_answers_the_docs_example_and_exits_by_its_codes() {
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/explain-checkout.yaml");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
+            .arg("explain")
+            .args(args)
+            .arg("-f")
+            .arg(&example)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run(&["shop/checkout"]);
+    assert_eq!(code, Some(3), "{stderr}");
+    let docs = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/explain.md"),
+    )
+    .unwrap();
+    assert!(
+        docs.contains(stdout.trim_end()),
+        "docs/explain.md does not show explain's answer for its example; it is now:\n{stdout}"
+    );
+    let (code, stdout, _) = run(&["checkout", "-n", "shop", "-o", "json"]);
+    assert_eq!(code, Some(3));
+    let v: Value = serde_json::from_str(&stdout).unwrap();
+    let verdicts: Vec<(&str, &str, &Value)> = v["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap(),
+                p["verdict"].as_str().unwrap(),
+                &p["ready"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            (
+                "checkout-7d9f-abcde",
+                "not-ready endpoint",
+                &Value::from(false)
+            ),
+            (
+                "checkout-7d9f-fghij",
+                "port does not resolve",
+                &Value::from(true)
+            ),
+            ("checkout-canary", "selector does not match", &Value::Null),
+        ]
+    );
+    let (code, _, stderr) = run(&["shop/chekout"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("Service shop/chekout not found; did you mean shop/checkout?"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&["shop/checkout", "-n", "other"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("-n says"), "{stderr}");
+    let (code, _, _) = run(&["shop/checkout", "--no-such-flag"]);
+    assert_eq!(code, Some(2));
 }
