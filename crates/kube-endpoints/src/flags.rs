@@ -213,6 +213,18 @@ enum Known {
     Mirroring,
 }
 
+/// The names of the three, as [`known`] accepts them.
+const OUR_CONTROLLERS: &[&str] = &[
+    "endpoints-controller",
+    "endpoint",
+    "endpoints",
+    "endpointslice-controller",
+    "endpointslice",
+    "endpointslices",
+    "endpointslice-mirroring-controller",
+    "endpointslicemirroring",
+];
+
 fn known(name: &str) -> Option<Known> {
     match name {
         "endpoints-controller" | "endpoint" | "endpoints" => Some(Known::Endpoints),
@@ -223,6 +235,97 @@ fn known(name: &str) -> Option<Known> {
         _ => None,
     }
 }
+
+/// kube-controller-manager's other controllers, by their names and the older names it still
+/// accepts for them. A `--controllers` list may name them (kubeadm's adds `bootstrapsigner`
+/// and `tokencleaner`); they do not run here, so naming them changes nothing.
+const OTHER_CONTROLLERS: &[&str] = &[
+    "attachdetach",
+    "bootstrap-signer-controller",
+    "bootstrapsigner",
+    "certificatesigningrequest-approving-controller",
+    "certificatesigningrequest-cleaner-controller",
+    "certificatesigningrequest-signing-controller",
+    "cloud-node-lifecycle",
+    "cloud-node-lifecycle-controller",
+    "clusterrole-aggregation",
+    "clusterrole-aggregation-controller",
+    "cronjob",
+    "cronjob-controller",
+    "csrapproving",
+    "csrcleaner",
+    "csrsigning",
+    "daemonset",
+    "daemonset-controller",
+    "deployment",
+    "deployment-controller",
+    "device-taint-eviction-controller",
+    "disruption",
+    "disruption-controller",
+    "ephemeral-volume",
+    "ephemeral-volume-controller",
+    "garbage-collector-controller",
+    "garbagecollector",
+    "horizontal-pod-autoscaler-controller",
+    "horizontalpodautoscaling",
+    "job",
+    "job-controller",
+    "kube-apiserver-serving-clustertrustbundle-publisher-controller",
+    "legacy-service-account-token-cleaner",
+    "legacy-serviceaccount-token-cleaner-controller",
+    "namespace",
+    "namespace-controller",
+    "node-ipam-controller",
+    "node-lifecycle-controller",
+    "node-route-controller",
+    "nodeipam",
+    "nodelifecycle",
+    "persistentvolume-attach-detach-controller",
+    "persistentvolume-binder",
+    "persistentvolume-binder-controller",
+    "persistentvolume-expander",
+    "persistentvolume-expander-controller",
+    "persistentvolume-protection-controller",
+    "persistentvolumeclaim-protection-controller",
+    "pod-garbage-collector-controller",
+    "podcertificaterequest-cleaner-controller",
+    "podgc",
+    "pv-protection",
+    "pvc-protection",
+    "replicaset",
+    "replicaset-controller",
+    "replicationcontroller",
+    "replicationcontroller-controller",
+    "resource-claim-controller",
+    "resourceclaim-controller",
+    "resourcequota",
+    "resourcequota-controller",
+    "root-ca-cert-publisher",
+    "root-ca-certificate-publisher-controller",
+    "route",
+    "selinux-warning-controller",
+    "service",
+    "service-cidr-controller",
+    "service-lb-controller",
+    "serviceaccount",
+    "serviceaccount-controller",
+    "serviceaccount-token",
+    "serviceaccount-token-controller",
+    "statefulset",
+    "statefulset-controller",
+    "storage-version-gc",
+    "storage-version-migrator-controller",
+    "storageversion-garbage-collector-controller",
+    "taint-eviction-controller",
+    "token-cleaner-controller",
+    "tokencleaner",
+    "ttl",
+    "ttl-after-finished",
+    "ttl-after-finished-controller",
+    "ttl-controller",
+    "validatingadmissionpolicy-status-controller",
+    "volumeattributesclass-protection-controller",
+];
 
 /// Reads a `--controllers` list as kube-controller-manager does: a controller named with a
 /// leading `-` is off, one named plainly is on, and otherwise `*` turns it on; the order of
@@ -241,10 +344,22 @@ pub fn enabled_controllers(list: &[String]) -> Result<EnabledControllers> {
             None => (item, false),
         };
         let Some(which) = known(name) else {
+            if OTHER_CONTROLLERS.contains(&name) {
+                continue;
+            }
+            let closest = OTHER_CONTROLLERS
+                .iter()
+                .chain(OUR_CONTROLLERS)
+                .map(|known| (strsim::jaro_winkler(name, known), *known))
+                .filter(|(score, _)| *score >= 0.85)
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, known)| format!("; did you mean {known:?}?"))
+                .unwrap_or_default();
             bail!(
-                "--controllers: unknown controller {name:?} (kube-endpoints runs \
+                "--controllers: unknown controller {name:?}{closest} (kube-endpoints runs \
                  endpoints-controller, endpointslice-controller and \
-                 endpointslice-mirroring-controller, or `*` for all)"
+                 endpointslice-mirroring-controller; kube-controller-manager's other \
+                 controllers may be named and do not run here)"
             );
         };
         if disable {

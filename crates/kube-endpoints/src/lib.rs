@@ -7,6 +7,7 @@ pub mod allocator;
 pub mod args;
 pub mod build_info;
 pub mod flags;
+pub mod ignored_flags;
 pub mod logging;
 pub mod run;
 

@@ -4,7 +4,7 @@
 //! are the `kubectl-endpoints` binary, so none of their code is in this one.
 
 use clap::{Parser, Subcommand};
-use kube_endpoints::args;
+use kube_endpoints::ignored_flags;
 use kube_endpoints::run::RunArgs;
 
 use std::process::ExitCode;
@@ -26,21 +26,40 @@ enum Command {
 /// Why the command line was turned away.
 #[derive(Debug)]
 enum ParseError {
-    /// A kube-controller-manager flag for a controller this binary does not run.
-    Foreign(anyhow::Error),
+    /// A flag neither `run` nor kube-controller-manager knows, or an ignored flag without
+    /// its value: the message to print.
+    Unknown(String),
     /// Anything clap rejects (and --help, --version).
     Clap(clap::Error),
 }
 
-/// Parses the command line, first turning away kube-controller-manager flags for other
-/// controllers with an error that names them.
+/// Parses the command line. kube-controller-manager's flags that concern nothing here are
+/// taken out first (and kept, for `run` to name them); a flag nobody knows is an error that
+/// names the closest known one.
 fn parse(args: Vec<std::ffi::OsString>) -> Result<Cli, ParseError> {
-    let text: Vec<String> = args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    args::reject_foreign_flags(&text).map_err(ParseError::Foreign)?;
-    Cli::try_parse_from(args).map_err(ParseError::Clap)
+    let split = ignored_flags::split(args).map_err(ParseError::Unknown)?;
+    let mut cli = match Cli::try_parse_from(split.args) {
+        Ok(cli) => cli,
+        Err(err) if err.kind() == clap::error::ErrorKind::UnknownArgument => {
+            let unknown = match err.get(clap::error::ContextKind::InvalidArg) {
+                Some(clap::error::ContextValue::String(arg)) => arg.clone(),
+                _ => return Err(ParseError::Clap(err)),
+            };
+            let own = kube_endpoints::run::own_long_flags();
+            let hint = match ignored_flags::closest(&unknown, own.iter().map(String::as_str)) {
+                Some(flag) => format!("; did you mean {flag}?"),
+                None => String::new(),
+            };
+            return Err(ParseError::Unknown(format!(
+                "unknown flag {unknown}{hint} (see kube-endpoints run --help, and \
+                 docs/flags.md for the kube-controller-manager flags accepted and ignored)"
+            )));
+        }
+        Err(err) => return Err(ParseError::Clap(err)),
+    };
+    let Command::Run(run) = &mut cli.command;
+    run.ignored_flags = split.ignored;
+    Ok(cli)
 }
 
 fn main() -> ExitCode {
@@ -48,8 +67,8 @@ fn main() -> ExitCode {
     let cli = match parse(std::env::args_os().collect()) {
         Ok(cli) => cli,
         Err(ParseError::Clap(err)) => err.exit(),
-        Err(ParseError::Foreign(err)) => {
-            eprintln!("error: {err:#}");
+        Err(ParseError::Unknown(message)) => {
+            eprintln!("error: {message}");
             return ExitCode::from(2);
         }
     };
@@ -96,7 +115,7 @@ mod tests {
             Ok(Cli {
                 command: Command::Run(args),
             }) => Ok(args),
-            Err(ParseError::Foreign(err)) => Err(format!("{err:#}")),
+            Err(ParseError::Unknown(message)) => Err(message),
             Err(ParseError::Clap(err)) => Err(err.to_string()),
         }
     }
@@ -134,6 +153,74 @@ mod tests {
         "--mirroring-max-endpoints-per-subset=1000",
         "--mirroring-endpointslice-updates-batch-period=500ms",
     ];
+
+    /// kubeadm's kube-controller-manager manifest, word for word: the flags that concern other
+    /// controllers are accepted, kept aside for the warning, and change nothing.
+    #[test]
+    fn kubeadms_whole_command_line_is_accepted_and_the_foreign_part_set_aside() {
+        let kubeadm = [
+            "--allocate-node-cidrs=true",
+            "--authentication-kubeconfig=/etc/kubernetes/controller-manager.conf",
+            "--authorization-kubeconfig=/etc/kubernetes/controller-manager.conf",
+            "--bind-address=127.0.0.1",
+            "--client-ca-file=/etc/kubernetes/pki/ca.crt",
+            "--cluster-cidr=10.244.0.0/16",
+            "--cluster-name=kubernetes",
+            "--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt",
+            "--cluster-signing-key-file=/etc/kubernetes/pki/ca.key",
+            "--controllers=*,bootstrapsigner,tokencleaner",
+            "--kubeconfig=/etc/kubernetes/controller-manager.conf",
+            "--leader-elect=true",
+            "--requestheader-client-ca-file=/etc/kubernetes/pki/front-proxy-ca.crt",
+            "--root-ca-file=/etc/kubernetes/pki/ca.crt",
+            "--service-account-private-key-file=/etc/kubernetes/pki/sa.key",
+            "--service-cluster-ip-range=10.96.0.0/12",
+            "--use-service-account-credentials=true",
+        ];
+        let args = parse_run(&kubeadm).expect("kubeadm's command line parses");
+        assert_eq!(
+            args.ignored_flags,
+            [
+                "--allocate-node-cidrs=true",
+                "--cluster-cidr=10.244.0.0/16",
+                "--cluster-name=kubernetes",
+                "--cluster-signing-cert-file=/etc/kubernetes/pki/ca.crt",
+                "--cluster-signing-key-file=/etc/kubernetes/pki/ca.key",
+                "--root-ca-file=/etc/kubernetes/pki/ca.crt",
+                "--service-account-private-key-file=/etc/kubernetes/pki/sa.key",
+                "--service-cluster-ip-range=10.96.0.0/12",
+                "--use-service-account-credentials=true",
+            ]
+        );
+        let enabled = args.controllers.enabled().expect("ours, all of them");
+        assert!(enabled.endpoints && enabled.endpoint_slices && enabled.mirroring);
+        assert_eq!(
+            args.kubeconfig.as_deref(),
+            Some(std::path::Path::new(
+                "/etc/kubernetes/controller-manager.conf"
+            ))
+        );
+    }
+
+    #[test]
+    fn a_typo_is_refused_with_the_closest_flag() {
+        for (typo, wanted) in [
+            ("--cluster-nmae=kubernetes", "--cluster-name"),
+            ("--kubeconfg=/k", "--kubeconfig"),
+            (
+                "--concurent-endpoint-syncs=5",
+                "--concurrent-endpoint-syncs",
+            ),
+        ] {
+            let err = parse_run(&[typo]).expect_err(typo);
+            assert!(
+                err.contains(&format!("did you mean {wanted}?")),
+                "{typo}: {err}"
+            );
+        }
+        let err = parse_run(&["--cluster-name"]).expect_err("no value");
+        assert_eq!(err, "flag needs an argument: --cluster-name");
+    }
 
     #[test]
     fn kube_controller_manager_flags_from_a_kubeadm_manifest_are_accepted() {
@@ -296,21 +383,10 @@ mod tests {
                 &["--feature-gates=TopologyAwareHints=yes"],
                 "is not true or false",
             ),
+            // Removed from kube-controller-manager before v1.36: unknown.
             (
-                &["--cluster-cidr=10.0.0.0/8"],
-                "--cluster-cidr is a kube-controller-manager flag",
-            ),
-            (
-                &["--concurrent-deployment-syncs=5"],
-                "--concurrent-deployment-syncs is a",
-            ),
-            (
-                &["--use-service-account-credentials=true"],
-                "--use-service-account-credentials",
-            ),
-            (
-                &["--cluster-signing-cert-file=/x"],
-                "--cluster-signing-cert-file",
+                &["--pod-eviction-timeout=5m"],
+                "unknown flag --pod-eviction-timeout",
             ),
         ];
         for (flags, expected) in table {
@@ -329,7 +405,11 @@ mod tests {
                 "enables no controller",
             ),
             ("--controllers=-endpoint", "enables no controller"),
-            ("--controllers=garbagecollector", "unknown controller \"garbagecollector\""),
+            ("--controllers=garbagecollector", "enables no controller"),
+            (
+                "--controllers=*,endpointslcie",
+                "unknown controller \"endpointslcie\"; did you mean \"endpointslice\"?",
+            ),
         ];
         for (flag, expected) in table {
             let args = parse_run(&[flag]).expect("the list parses");
@@ -347,6 +427,8 @@ mod tests {
             ("*,-endpoints-controller", (false, true, true)),
             ("-endpointslicemirroring,*", (true, true, false)),
             ("endpoint", (true, false, false)),
+            ("*,bootstrapsigner,tokencleaner", (true, true, true)),
+            ("endpoint,-nodeipam", (true, false, false)),
             ("endpointslice,endpointslicemirroring", (false, true, true)),
             (
                 "endpointslice-controller,-endpointslice",

@@ -17,6 +17,10 @@ use tokio_util::sync::CancellationToken;
 /// -endpointslice-mirroring-controller`).
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    /// kube-controller-manager flags given that concern nothing here, as written; set by the
+    /// command line parser (see [`crate::ignored_flags`]), named in one warning at start.
+    #[arg(skip)]
+    pub ignored_flags: Vec<String>,
     /// kubeconfig to use; without it, the in-cluster config or the default kubeconfig.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
@@ -131,14 +135,6 @@ impl Session {
     ) -> Result<Self> {
         let enabled: EnabledControllers = flags.enabled()?;
         settings.validate()?;
-        let unapplied = flags.serving.unapplied();
-        if !unapplied.is_empty() {
-            tracing::warn!(
-                flags = unapplied.join(" "),
-                "accepted for kube-controller-manager compatibility but not acted on: \
-                 client certificates are not supported; scrapers authenticate with bearer tokens"
-            );
-        }
         if !flags.feature_gates.is_empty() {
             let gates: Vec<String> = flags
                 .feature_gates
@@ -294,9 +290,36 @@ fn replica(session: &Session, identity: String) -> Replica {
     }
 }
 
+/// One warning at start naming every kube-controller-manager flag given that `run` accepts
+/// and does not act on: those of other controllers or features, and the client-certificate
+/// CAs of serving (scrapers authenticate with bearer tokens).
+fn warn_of_flags_not_acted_on(args: &RunArgs) {
+    let client_certificates = args.controllers.serving.unapplied();
+    if args.ignored_flags.is_empty() && client_certificates.is_empty() {
+        return;
+    }
+    tracing::warn!(
+        flags = args.ignored_flags.join(" "),
+        client_certificates = client_certificates.join(" "),
+        "accepted kube-controller-manager flags that are not acted on: `flags` concern other \
+         controllers or features; client certificates are not supported, scrapers \
+         authenticate with bearer tokens"
+    );
+}
+
+/// The long names of `run`'s own flags, without their dashes.
+pub fn own_long_flags() -> Vec<String> {
+    use clap::Args;
+    RunArgs::augment_args(clap::Command::new("run"))
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_owned))
+        .collect()
+}
+
 /// Runs the command; false when leadership was lost or the controllers stopped on their own
 /// (the process exits non-zero).
 pub async fn run(args: RunArgs) -> Result<bool> {
+    warn_of_flags_not_acted_on(&args);
     let mut settings = args.controllers.settings(args.kubeconfig.clone())?;
     settings.client.master = args.master.clone();
     settings.leader_election.enabled = args.leader_elect;

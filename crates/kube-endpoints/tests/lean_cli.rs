@@ -51,8 +51,192 @@ fn the_workstation_commands_are_not_here() {
 }
 
 #[test]
-fn a_flag_for_another_controller_is_refused_by_name() {
-    let (code, _, stderr) = kube_endpoints(&["run", "--concurrent-deployment-syncs=5"]);
+fn a_flag_for_another_controller_is_accepted_and_kept_out_of_help() {
+    let (code, stdout, stderr) = kube_endpoints(&[
+        "run",
+        "--concurrent-deployment-syncs=5",
+        "--cluster-name",
+        "k",
+        "--help",
+    ]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("--kubeconfig"), "{stdout}");
+    for hidden in [
+        "--cluster-name",
+        "--concurrent-deployment-syncs",
+        "--allocate-node-cidrs",
+    ] {
+        assert!(!stdout.contains(hidden), "{hidden} in --help");
+    }
+}
+
+#[test]
+fn a_typo_is_refused_naming_the_closest_flag() {
+    let (code, _, stderr) = kube_endpoints(&["run", "--concurent-deployment-syncs=5"]);
     assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("--concurrent-deployment-syncs"), "{stderr}");
+    assert!(
+        stderr.contains("unknown flag --concurent-deployment-syncs; did you mean --concurrent-deployment-syncs?"),
+        "{stderr}"
+    );
+}
+
+/// kubeadm's kube-controller-manager command line, word for word (its paths pointing at files
+/// this test writes), given to `run` against the embedded API server: it starts, warns once
+/// naming the flags it ignores, and writes the Service's Endpoints and EndpointSlice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeadms_command_line_runs_warns_once_and_converges() {
+    use serde_json::json;
+    use std::time::{Duration, Instant};
+
+    let handle = apiserver::ApiServer::start(apiserver::Config::default())
+        .await
+        .unwrap();
+    let pod = |name: &str, ip: &str| {
+        json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
+               "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "x"}]},
+               "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}],
+                          "conditions": [{"type": "Ready", "status": "True"}]}})
+    };
+    handle
+        .apply_objects(vec![
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"}}),
+            json!({"apiVersion": "v1", "kind": "Service",
+                   "metadata": {"name": "web", "namespace": "default"},
+                   "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}),
+            pod("web-1", "10.0.0.1"),
+            pod("web-2", "10.0.0.2"),
+        ])
+        .unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path().join("pki");
+    std::fs::create_dir_all(&pki).unwrap();
+    let conf = dir.path().join("controller-manager.conf");
+    handle.write_kubeconfig(&conf).unwrap();
+    for file in ["ca.crt", "ca.key", "front-proxy-ca.crt", "sa.key"] {
+        std::fs::write(pki.join(file), "written by the test; never read\n").unwrap();
+    }
+    let path = |p: &std::path::Path| p.display().to_string();
+    let (conf, pki) = (path(&conf), path(&pki));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let args = [
+        "--allocate-node-cidrs=true".to_owned(),
+        format!("--authentication-kubeconfig={conf}"),
+        format!("--authorization-kubeconfig={conf}"),
+        "--bind-address=127.0.0.1".to_owned(),
+        format!("--client-ca-file={pki}/ca.crt"),
+        "--cluster-cidr=10.244.0.0/16".to_owned(),
+        "--cluster-name=kubernetes".to_owned(),
+        format!("--cluster-signing-cert-file={pki}/ca.crt"),
+        format!("--cluster-signing-key-file={pki}/ca.key"),
+        "--controllers=*,bootstrapsigner,tokencleaner".to_owned(),
+        format!("--kubeconfig={conf}"),
+        "--leader-elect=true".to_owned(),
+        format!("--requestheader-client-ca-file={pki}/front-proxy-ca.crt"),
+        format!("--root-ca-file={pki}/ca.crt"),
+        format!("--service-account-private-key-file={pki}/sa.key"),
+        "--service-cluster-ip-range=10.96.0.0/12".to_owned(),
+        "--use-service-account-credentials=true".to_owned(),
+        // Not kubeadm's: a free port instead of 10257, which other tests may hold.
+        format!("--secure-port={port}"),
+    ];
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kube-endpoints"))
+        .arg("run")
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.reopen().unwrap())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Kill(child);
+
+    let client = kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::from_yaml(&handle.kubeconfig()).unwrap(),
+            &Default::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let slices: kube::Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        kube::Api::namespaced(client.clone(), "default");
+    let endpoints: kube::Api<k8s_openapi::api::core::v1::Endpoints> =
+        kube::Api::namespaced(client, "default");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let converged = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            panic!(
+                "run exited with {status}:\n{}",
+                std::fs::read_to_string(log.path()).unwrap()
+            );
+        }
+        let in_slices: usize = slices
+            .list(&Default::default())
+            .await
+            .map(|l| l.items.iter().map(|s| s.endpoints.len()).sum())
+            .unwrap_or(0);
+        let addresses: usize = endpoints
+            .get_opt("web")
+            .await
+            .ok()
+            .flatten()
+            .map(|e| {
+                e.subsets
+                    .iter()
+                    .flatten()
+                    .map(|s| s.addresses.as_ref().map_or(0, Vec::len))
+                    .sum()
+            })
+            .unwrap_or(0);
+        if in_slices == 2 && addresses == 2 {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    drop(child);
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    assert!(converged, "not converged in 60s:\n{text}");
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("accepted kube-controller-manager flags"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{text}");
+    for ignored in [
+        "--allocate-node-cidrs=true",
+        "--cluster-name=kubernetes",
+        "--root-ca-file=",
+        "--service-cluster-ip-range=10.96.0.0/12",
+        "--use-service-account-credentials=true",
+    ] {
+        assert!(warnings[0].contains(ignored), "{ignored}: {}", warnings[0]);
+    }
+    assert!(!warnings[0].contains("--kubeconfig"), "{}", warnings[0]);
+    assert!(
+        warnings[0]
+            .contains("client_certificates=\"--client-ca-file --requestheader-client-ca-file\""),
+        "{}",
+        warnings[0]
+    );
+    assert!(
+        !text.contains("ERROR") && !text.lines().any(|l| l.starts_with('E')),
+        "{text}"
+    );
+    handle.shutdown().await.unwrap();
 }

@@ -88,6 +88,21 @@ fn flags_doc() -> String {
          `kube-endpoints` is the binary that runs in a cluster; `kubectl-endpoints` holds the\n\
          workstation tools (also `kubectl endpoints ...` when it is on your PATH).\n",
     );
+    let ignored: Vec<String> = kube_endpoints::ignored_flags::IGNORED
+        .iter()
+        .map(|(name, takes)| match takes {
+            kube_endpoints::ignored_flags::Takes::Bool => format!("`--{name}`"),
+            kube_endpoints::ignored_flags::Takes::Value => format!("`--{name}=...`"),
+        })
+        .collect();
+    let ignored_section = format!(
+        "\n## kube-controller-manager flags `run` accepts and ignores\n\n\
+         So that kube-controller-manager's command line carries over unchanged, `kube-endpoints \
+         run` accepts every other flag of kube-controller-manager v1.36. They concern its other \
+         controllers or features, change nothing here, stay out of `--help`, and the ones given \
+         are named in one warning at start:\n\n{}.\n",
+        ignored.join(", ")
+    );
     for mut binary in [lean, Cli::command()] {
         binary.build();
         let name = binary.get_name().to_owned();
@@ -100,6 +115,7 @@ fn flags_doc() -> String {
             ));
         }
     }
+    out.push_str(&ignored_section);
     out
 }
 
