@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests use when it is missing: Debian's kubectl (the embedded
-# API server driven by kubectl, and the kubectl plugin) and buildah (the image test). Best
+# API server driven by kubectl, and the kubectl plugin), buildah (the image test) and Go
+# (`go tool pprof` reads the CPU profile of /debug/pprof/profile). Best
 # effort: a test whose tool is missing says so and is skipped, except under CI=true, where
 # the tests that need them fail.
 set -uo pipefail
@@ -14,11 +15,11 @@ install() {
     echo "install-test-deps: not root or no apt-get; tests that need $command will be skipped"
     return
   fi
-  if [ -z "$apt_updated" ] && ! apt-cache policy "$package" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+  if [ -z "$apt_updated" ] && ! apt-cache policy "$package" 2>/dev/null | grep 'Candidate: [0-9]' >/dev/null; then
     apt-get update -qq >/dev/null 2>&1 || true
     apt_updated=1
   fi
-  if apt-cache policy "$package" 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+  if apt-cache policy "$package" 2>/dev/null | grep 'Candidate: [0-9]' >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null 2>&1 \
       && echo "install-test-deps: installed $package" \
       || echo "install-test-deps: could not install $package; tests that need $command will be skipped"
@@ -28,4 +29,5 @@ install() {
 }
 install kubectl kubernetes-client
 install buildah buildah
+install go golang-go
 exit 0

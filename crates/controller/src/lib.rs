@@ -45,6 +45,7 @@ pub mod leader;
 pub mod metrics;
 pub mod migration_guard;
 pub mod mirroring;
+pub mod profiling;
 pub mod queue;
 pub mod replica;
 pub mod rest_metrics;

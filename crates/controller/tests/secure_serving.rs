@@ -19,6 +19,11 @@ const ALLOWED: &str = "token-of-prometheus";
 const NOT_ALLOWED: &str = "token-of-someone";
 
 fn api_server() -> ApiServer {
+    api_server_granting(&["/metrics"])
+}
+
+/// The API server, with the prometheus token allowed `get` on `paths`.
+fn api_server_granting(paths: &[&str]) -> ApiServer {
     ApiServer::new(Config {
         record_requests: true,
         reviews: Reviews::default()
@@ -29,7 +34,7 @@ fn api_server() -> ApiServer {
             .with_token(NOT_ALLOWED, TokenUser::new("someone", &["devs"]))
             .with_grant(NonResourceGrant::user_get(
                 "system:serviceaccount:monitoring:prometheus",
-                &["/metrics"],
+                paths,
             )),
         ..Config::default()
     })
@@ -70,7 +75,8 @@ impl Secure {
         counter.inc();
         let readiness = Readiness::new();
         readiness.set(true);
-        let router = health::router(registry, readiness, Liveness::new());
+        let router = health::router(registry, readiness, Liveness::new())
+            .merge(controller::profiling::router());
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let stop = CancellationToken::new();
@@ -95,6 +101,15 @@ impl Secure {
     /// GET `path` over HTTPS (checking the server's certificate against the CA), with a
     /// bearer token if given; the status code and the body.
     async fn get(&self, path: &str, token: Option<&str>) -> (u16, String) {
+        let (code, head, body) = self.get_bytes(path, token).await;
+        (
+            code,
+            format!("{head}\r\n\r\n{}", String::from_utf8_lossy(&body)),
+        )
+    }
+
+    /// GET `path`: the status code, the head and the body as bytes.
+    async fn get_bytes(&self, path: &str, token: Option<&str>) -> (u16, String, Vec<u8>) {
         let mut roots = rustls::RootCertStore::empty();
         for cert in CertificateDer::pem_slice_iter(self.ca_pem.as_bytes()) {
             roots.add(cert.unwrap()).unwrap();
@@ -126,13 +141,18 @@ impl Secure {
         if let Err(error) = tls.read_to_end(&mut response).await {
             assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof, "{error}");
         }
-        let response = String::from_utf8(response).unwrap();
-        let code = response
+        let split = response
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no end of head: {}", String::from_utf8_lossy(&response)));
+        let head = String::from_utf8(response[..split].to_vec()).unwrap();
+        let body = response[split + 4..].to_vec();
+        let code = head
             .strip_prefix("HTTP/1.1 ")
             .and_then(|rest| rest.get(..3))
             .and_then(|code| code.parse().ok())
-            .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
-        (code, response)
+            .unwrap_or_else(|| panic!("not an HTTP response: {head}"));
+        (code, head, body)
     }
 
     /// How many TokenReviews and SubjectAccessReviews the API server answered.
@@ -291,4 +311,90 @@ async fn a_given_certificate_and_key_are_served() {
     assert_eq!(code, 200, "{body}");
     assert_eq!(secure.get("/healthz", None).await.0, 200);
     secure.stop().await;
+}
+
+/// `/debug/pprof/profile` answers as /metrics does to who may not have it, and gives who may
+/// a CPU profile that pprof's own reader takes (Go's `go tool pprof`, where Go is installed:
+/// scripts/install-test-deps.sh installs Debian's golang-go, and under CI=true it must be
+/// there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cpu_profile_needs_a_token_and_an_allowed_path_and_pprof_reads_it() {
+    use controller::profiling::{proto::Profile, PROFILE_PATH};
+    use prost::Message;
+    let path = format!("{PROFILE_PATH}?seconds=2");
+
+    // Allowed /metrics only: the profile is another path.
+    let secure = Secure::start(SecureServingSettings::default()).await;
+    assert_eq!(secure.get(&path, None).await.0, 401);
+    let (code, body) = secure.get(&path, Some(ALLOWED)).await;
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains(r#"cannot get path \"/debug/pprof/profile\""#),
+        "{body}"
+    );
+    secure.stop().await;
+
+    let settings = SecureServingSettings::default();
+    let cert = ServingCert::load(&settings.cert).unwrap();
+    let ca_pem = cert.ca_pem.clone().unwrap();
+    let secure = Secure::start_with(
+        api_server_granting(&["/metrics", PROFILE_PATH]),
+        settings,
+        cert,
+        ca_pem,
+    )
+    .await;
+    // Something to sample while the profile runs.
+    let busy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let spinner = {
+        let busy = busy.clone();
+        std::thread::spawn(move || {
+            let mut x = 0u64;
+            while busy.load(std::sync::atomic::Ordering::Relaxed) {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            x
+        })
+    };
+    let (code, head, body) = secure.get_bytes(&path, Some(ALLOWED)).await;
+    busy.store(false, std::sync::atomic::Ordering::Relaxed);
+    spinner.join().unwrap();
+    assert_eq!(code, 200, "{head}");
+    assert!(head.contains("application/octet-stream"), "{head}");
+    let profile = Profile::decode(body.as_slice()).expect("a profile.proto message");
+    assert!(
+        !profile.sample.is_empty(),
+        "no samples in 2s of a busy thread"
+    );
+    assert!(profile.duration_nanos >= 2_000_000_000);
+    secure.stop().await;
+
+    let has_go = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("go").is_file()));
+    if !has_go {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "go is missing under CI=true: scripts/install-test-deps.sh installs golang-go"
+        );
+        println!("skipping go tool pprof: go is not on PATH");
+        return;
+    }
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), &body).unwrap();
+    let out = std::process::Command::new("go")
+        .args(["tool", "pprof", "-raw"])
+        .arg(file.path())
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Samples:") && stdout.contains("samples/count cpu/nanoseconds"),
+        "{stdout}"
+    );
 }

@@ -121,6 +121,10 @@ pub struct SecureServingFlags {
     /// How long "denied" SubjectAccessReview answers are cached.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub authorization_webhook_cache_unauthorized_ttl: Duration,
+    /// Serve a CPU profile in pprof's format at /debug/pprof/profile?seconds=N on the
+    /// secure port, behind the same authentication and authorization as /metrics.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = true, action = clap::ArgAction::Set)]
+    pub profiling: bool,
     /// CA bundle for client certificate authentication (not supported; accepted for flag
     /// files).
     #[arg(long)]

@@ -117,7 +117,6 @@ pub const IGNORED: &[(&str, Takes)] = &[
     ("node-startup-grace-period", Takes::Value),
     ("permit-address-sharing", Takes::Bool),
     ("permit-port-sharing", Takes::Bool),
-    ("profiling", Takes::Bool),
     ("pv-recycler-increment-timeout-nfs", Takes::Value),
     ("pv-recycler-minimum-timeout-hostpath", Takes::Value),
     ("pv-recycler-minimum-timeout-nfs", Takes::Value),

@@ -194,9 +194,14 @@ impl Session {
                     )
                 })?;
             let addr = listener.local_addr()?;
-            tracing::info!(address = %addr, "serving /metrics, /healthz, /livez and /readyz over HTTPS");
+            let mut router = health::router(registry.clone(), readiness.clone(), liveness.clone());
+            if flags.serving.profiling {
+                router = router.merge(controller::profiling::router());
+                tracing::info!(address = %addr, "serving /metrics, /healthz, /livez, /readyz and /debug/pprof/profile over HTTPS");
+            } else {
+                tracing::info!(address = %addr, "serving /metrics, /healthz, /livez and /readyz over HTTPS");
+            }
             secure_addr = Some(addr);
-            let router = health::router(registry.clone(), readiness.clone(), liveness.clone());
             let stop = stop();
             servers.push(tokio::spawn(async move {
                 secure_serving::serve(listener, tls, access, router, stop)
