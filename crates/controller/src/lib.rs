@@ -54,6 +54,7 @@ pub mod service_queuer;
 pub mod service_workers;
 pub mod shadow;
 pub mod slice_writer;
+pub mod stale_cache;
 pub mod state_lock;
 pub mod token_bucket;
 pub mod worker;

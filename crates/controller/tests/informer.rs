@@ -170,6 +170,47 @@ async fn objects_deleted_while_the_watch_was_down_are_deleted_after_the_relist()
     running.stop().await;
 }
 
+/// A cache the server shows wrong (writes refused for a resourceVersion the watch never
+/// corrects) is listed again on request, and the re-list is diffed like any other.
+#[tokio::test]
+async fn a_requested_relist_replaces_what_the_watch_never_corrected() {
+    let server = ApiServer::new(Config::default());
+    let client = Client::new(server.service(), "default");
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.create(&PostParams::default(), &pod("a", "web"))
+        .await
+        .unwrap();
+    let (mut running, store) = run(client, watcher::Config::default()).await;
+    assert_eq!(running.next().await, "add a");
+
+    // What a server restored from other state leaves behind: an object it does not hold,
+    // and an old version of one it does, which no watch event will ever replace.
+    let ghost = ObjectKey::new("default", "ghost");
+    store.insert(
+        ghost.clone(),
+        Arc::new(PodView {
+            name: "ghost".into(),
+            resource_version: "1".into(),
+        }),
+    );
+    let a = ObjectKey::new("default", "a");
+    store.insert(
+        a.clone(),
+        Arc::new(PodView {
+            name: "a".into(),
+            resource_version: "0".into(),
+        }),
+    );
+
+    store.request_relist();
+    let mut calls = vec![running.next().await, running.next().await];
+    calls.sort();
+    assert_eq!(calls, ["delete ghost", "update a"]);
+    assert_eq!(store.keys(), std::slice::from_ref(&a));
+    assert_ne!(store.get(&a).unwrap().resource_version, "0");
+    running.stop().await;
+}
+
 #[tokio::test]
 async fn informer_reads_the_first_state_through_a_streaming_list_and_lists_where_it_is_refused() {
     for watch_list in [true, false] {

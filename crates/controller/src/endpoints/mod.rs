@@ -23,6 +23,7 @@ use std::time::Duration;
 pub(crate) struct EndpointsState {
     triggers: TriggerTimeTracker,
     stale: StaleEndpointsTracker,
+    conflicts: crate::stale_cache::Conflicts,
 }
 
 /// The Endpoints controller.
@@ -64,6 +65,7 @@ impl EndpointsController {
             state: StateLock::new(EndpointsState {
                 triggers: TriggerTimeTracker::default(),
                 stale: StaleEndpointsTracker::default(),
+                conflicts: crate::stale_cache::Conflicts::default(),
             }),
             events,
             shadow,

@@ -4,6 +4,7 @@
 use super::EndpointsController;
 use crate::api_errors::{is_already_exists, is_namespace_terminating, is_not_found};
 use crate::events::Involved;
+use crate::stale_cache::is_conflict;
 use crate::worker::SyncError;
 use k8s_openapi::api::core::v1::Endpoints;
 use kube::api::DeleteParams;
@@ -90,7 +91,25 @@ impl EndpointsController {
         current: Option<&Endpoints>,
         object: &Endpoints,
     ) -> Result<Replaced, SyncError> {
-        match crate::written::replace(&self.api(key), &key.name, object).await {
+        let sent_rv = object.metadata.resource_version.clone().unwrap_or_default();
+        let result = crate::written::replace(&self.api(key), &key.name, object).await;
+        {
+            let mut state = self.state.lock();
+            match &result {
+                Ok(_) => state.conflicts.written(&key.to_string()),
+                Err(e) if is_conflict(e) => {
+                    if state.conflicts.refused(
+                        &key.to_string(),
+                        &sent_rv,
+                        std::time::Instant::now(),
+                    ) {
+                        self.workers.stores().endpoints.request_relist();
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        match result {
             Ok(updated) => Ok(Replaced {
                 old_rv: current
                     .and_then(|c| c.metadata.resource_version.clone())

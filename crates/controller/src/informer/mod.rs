@@ -160,6 +160,14 @@ where
             let event = tokio::select! {
                 biased;
                 () = &mut shutdown => break,
+                () = self.store.relist_requested() => {
+                    warn!(kind, "the cache disagrees with the server (writes refused as conflicts with nothing newer arriving); re-listing");
+                    if let Some(health) = &self.health {
+                        health.relisted_after_reset(&kind);
+                    }
+                    events = start(&config);
+                    continue;
+                }
                 event = events.next() => event,
             };
             match event {

@@ -156,12 +156,15 @@ pub(crate) struct Replaced<P> {
 /// The informer's store of projections `P`. Cloning gives another handle to the same store.
 pub struct Store<P> {
     inner: Arc<RwLock<StoreInner<P>>>,
+    /// Asks the informer filling this store to list again (see [`Store::request_relist`]).
+    relist: Arc<tokio::sync::Notify>,
 }
 
 impl<P> Clone for Store<P> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
+            relist: Arc::clone(&self.relist),
         }
     }
 }
@@ -186,6 +189,7 @@ impl<P> Default for Store<P> {
                 objects: HashMap::new(),
                 indexes: Vec::new(),
             })),
+            relist: Arc::new(tokio::sync::Notify::new()),
         }
     }
 }
@@ -206,6 +210,20 @@ impl<P: Send + Sync + 'static> Store<P> {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Asks the informer filling this store to start over with a fresh list, as when its
+    /// watch cannot resume. For a cache shown wrong by the server itself: a write refused
+    /// again and again for a resourceVersion the server no longer has, while the watch
+    /// brings nothing newer (a server that came back with other state on resourceVersions
+    /// that happen to let the watch resume).
+    pub fn request_relist(&self) {
+        self.relist.notify_one();
+    }
+
+    /// Completes when a re-list was asked for.
+    pub(crate) async fn relist_requested(&self) {
+        self.relist.notified().await;
     }
 
     /// The object stored under `key`.

@@ -51,7 +51,15 @@ pub fn run(args: FaultsArgs) -> Result<bool> {
         }
     }
     // The controllers' own logs (every injected failure is a warning) stay off: the seeds'
-    // verdicts are the output.
+    // verdicts are the output. FAULTS_LOG=info (or debug) turns them on, to stderr, for
+    // looking into one seed.
+    if let Ok(level) = std::env::var("FAULTS_LOG") {
+        let level: tracing::Level = level.parse().unwrap_or(tracing::Level::INFO);
+        tracing_subscriber::fmt()
+            .with_max_level(level)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

@@ -81,10 +81,16 @@ pub fn on_slice_updated(
     }
 }
 
-/// The key to sync after a slice was deleted: a tracked mirrored slice whose deletion we did
-/// not ask for. The tracker forgets the slice.
+/// The key to sync after a slice was deleted: a mirrored slice whose deletion we did not ask
+/// for. The tracker forgets the slice.
+///
+/// Upstream syncs only for slices its tracker knows, that is slices this process wrote. We
+/// also sync for one it never wrote: a slice restored from a backup carries its old owner's
+/// uid, so the garbage collector deletes it once the restored Endpoints has a new uid, and
+/// nothing would write it again until the Endpoints changes. The sync writes nothing when
+/// the slice should be gone.
 pub fn on_slice_deleted(slice: &EndpointSlice, tracker: &mut SliceTracker) -> Option<ServiceKey> {
-    if is_mirrored(slice) && tracker.has(slice) && tracker.handle_deleted(slice) {
+    if is_mirrored(slice) && tracker.handle_deleted(slice) {
         endpoints_key(slice)
     } else {
         None
@@ -199,10 +205,15 @@ mod tests {
     }
 
     #[test]
-    fn unexpected_deletion_of_a_tracked_mirrored_slice_queues_its_endpoints() {
+    fn unexpected_deletion_of_a_mirrored_slice_queues_its_endpoints() {
         let mut tracker = SliceTracker::default();
         let ours = slice("ext", MIRRORING, 1);
-        assert_eq!(on_slice_deleted(&ours, &mut tracker), None, "never tracked");
+        // One this process never wrote too (restored from a backup, say).
+        assert_eq!(
+            on_slice_deleted(&ours, &mut tracker),
+            Some(key("ext")),
+            "never tracked"
+        );
         tracker.update(&ours);
         assert_eq!(on_slice_deleted(&ours, &mut tracker), Some(key("ext")));
         tracker.update(&ours);
