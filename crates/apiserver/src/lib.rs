@@ -351,6 +351,13 @@ impl ApiServer {
             .store(enabled, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Moves the resourceVersion counter forward to at least `to` (etcd's restore with
+    /// `--bump-revision`); with [`Self::compact_history`] after loading, every watch from
+    /// before gets a 410, as the documented restore procedure intends.
+    pub fn bump_resource_version(&self, to: u64) {
+        self.shared.write(|c| c.store.bump_resource_version(to));
+    }
+
     /// Forgets the watch history, so a watch resuming from any earlier resourceVersion gets a
     /// 410 and must re-list (open watches are not affected until they reconnect).
     pub fn compact_history(&self) {

@@ -91,6 +91,13 @@ impl Store {
         &self.history
     }
 
+    /// Moves the resourceVersion counter forward to at least `to`, as
+    /// `etcdutl snapshot restore --bump-revision` does: writes from now on get versions above
+    /// every version handed out before the restore.
+    pub fn bump_resource_version(&mut self, to: u64) {
+        self.resource_version = self.resource_version.max(to);
+    }
+
     /// Forgets the history, so every watch from before now expires.
     pub fn compact_history(&mut self) {
         self.history.compact(self.resource_version);

@@ -3,7 +3,7 @@
 //! final cluster state. A failing seed is named so it can be re-run alone with
 //! `kubectl-endpoints faults --first-seed SEED --seeds 1`.
 
-use kubectl_endpoints::fault_schedule::{run_seeds, Settings};
+use kubectl_endpoints::fault_schedule::{run_seeds, Restores, Settings};
 
 const SEEDS: u64 = 50;
 
@@ -33,14 +33,15 @@ async fn fifty_seeded_fault_schedules_end_on_the_objects_plan_writes() {
     assert_eq!(summary.passed as u64, SEEDS);
 }
 
-/// Seed 38 with server restarts: the server comes back from a backup on resourceVersions that
-/// let the Endpoints informer's watch resume, so its cache keeps an object the server no
-/// longer has and every update of it is refused as a conflict. The controller must notice
-/// (the same resourceVersion refused again and again) and list again.
+/// Seed 38 with restores that do not bump resourceVersions: the server comes back from a backup
+/// on resourceVersions that let the Endpoints informer's watch resume, so its cache keeps an
+/// object the server no longer has and every update of it is refused as a conflict. The
+/// controller must notice (the same resourceVersion refused again and again) and list again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_the_watch_resumes_across_is_caught_by_the_conflicts_it_causes() {
     let settings = Settings {
         restarts: true,
+        restores: Restores::Unbumped,
         ..Settings::default()
     };
     let summary = run_seeds(38, 1, 1, &settings, |_| {}).await;

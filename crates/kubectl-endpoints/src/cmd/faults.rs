@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use kubectl_endpoints::fault_schedule::{run_seeds, Schedule, Settings};
+use kubectl_endpoints::fault_schedule::{run_seeds, Restores, Schedule, Settings};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -26,10 +26,16 @@ pub struct FaultsArgs {
     /// Seeds run at the same time.
     #[arg(long, default_value_t = 4)]
     pub concurrency: usize,
-    /// Also restart the API server with lost state (fresh resourceVersions and uids, the
-    /// objects of now or of an earlier backup).
+    /// Also restart the API server with lost state (fresh uids, the objects of now or of an
+    /// earlier backup, resourceVersions bumped past the old ones as etcd's documented restore
+    /// does).
     #[arg(long)]
     pub restarts: bool,
+    /// Restarted servers number resourceVersions from scratch instead of above every one
+    /// handed out before (as etcd's restore with --bump-revision does), so a watch may resume
+    /// across the restart and miss what the server holds from before.
+    #[arg(long)]
+    pub unbumped_restores: bool,
     /// Seconds each seed's controllers may take to settle once the faults stop.
     #[arg(long, default_value_t = 30)]
     pub deadline: u64,
@@ -42,6 +48,11 @@ pub struct FaultsArgs {
 pub fn run(args: FaultsArgs) -> Result<bool> {
     let settings = Settings {
         restarts: args.restarts,
+        restores: if args.unbumped_restores {
+            Restores::Unbumped
+        } else {
+            Restores::Bumped
+        },
         deadline: Duration::from_secs(args.deadline),
         ..Settings::default()
     };
@@ -121,7 +132,11 @@ pub fn run(args: FaultsArgs) -> Result<bool> {
         writeln!(
             out,
             "re-run one with: kubectl-endpoints faults --first-seed SEED --seeds 1{}",
-            if args.restarts { " --restarts" } else { "" }
+            match (args.restarts, args.unbumped_restores) {
+                (false, _) => "",
+                (true, true) => " --restarts --unbumped-restores",
+                (true, false) => " --restarts",
+            }
         )?;
     }
     Ok(summary.failed.is_empty())

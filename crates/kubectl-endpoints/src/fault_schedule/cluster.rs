@@ -73,16 +73,33 @@ pub struct Cluster {
     seed: u64,
     restarts: u64,
     rules: BTreeMap<usize, Rule>,
+    /// Restarts bump resourceVersions past every one handed out before (see [`Restores`]).
+    bump: bool,
+}
+
+/// How a restarted server numbers its resourceVersions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Restores {
+    /// As Kubernetes' etcd restore procedure asks (`etcdutl snapshot restore --bump-revision
+    /// --mark-compacted`): above every version handed out before, with the history compacted,
+    /// so every watch resuming across the restart gets a 410 and its informer lists again.
+    #[default]
+    Bumped,
+    /// From scratch: a watch may resume across the restart when its resourceVersion happens
+    /// to fall inside the new server's history, and then never hears of what the server held
+    /// from before. Only a write refused for a stale resourceVersion shows it.
+    Unbumped,
 }
 
 impl Cluster {
     /// A fresh server whose names, uids and fault decisions follow `seed`.
-    pub fn new(seed: u64) -> Self {
+    pub fn new(seed: u64, restores: Restores) -> Self {
         Self {
             current: Arc::new(Mutex::new(ApiServer::new(Self::config(seed)))),
             seed,
             restarts: 0,
             rules: BTreeMap::new(),
+            bump: restores == Restores::Bumped,
         }
     }
 
@@ -143,6 +160,10 @@ impl Cluster {
         let fresh = ApiServer::new(Self::config(
             self.seed.wrapping_mul(1_000).wrapping_add(self.restarts),
         ));
+        if self.bump {
+            let before = lock(&self.current).resource_version();
+            fresh.bump_resource_version(before + 1_000);
+        }
         let report = fresh.load_objects(objects);
         if let Some(refused) = report.refused.first() {
             bail!("the restarted server refused the backup: {refused}");

@@ -29,6 +29,7 @@ pub mod verdict;
 
 use anyhow::{anyhow, bail, Context, Result};
 use cluster::Cluster;
+pub use cluster::Restores;
 use fleet::Fleet;
 use futures::StreamExt;
 use schedule::{Action, Event};
@@ -43,6 +44,8 @@ const WRITTEN: &[&str] = &["endpoints", "endpointslices"];
 pub struct Settings {
     /// Draw API server restarts with lost state.
     pub restarts: bool,
+    /// How a restarted server numbers its resourceVersions.
+    pub restores: cluster::Restores,
     /// How long the churn and faults last.
     pub span: Duration,
     /// How long the controllers may take to settle on the plan once the faults stop.
@@ -55,6 +58,7 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             restarts: false,
+            restores: cluster::Restores::default(),
             span: Duration::from_secs(2),
             deadline: Duration::from_secs(30),
             quiet: Duration::from_millis(400),
@@ -158,7 +162,7 @@ pub async fn run_seed(seed: u64, settings: Settings) -> SeedReport {
 }
 
 async fn run(schedule: &Schedule, settings: &Settings, notes: &mut Vec<String>) -> Result<()> {
-    let mut cluster = Cluster::new(schedule.seed);
+    let mut cluster = Cluster::new(schedule.seed, settings.restores);
     let workload = cluster.connect().client;
     churn::base(&workload, schedule.namespaces)
         .await
