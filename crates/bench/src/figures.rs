@@ -158,6 +158,40 @@ pub struct Report {
     pub api_server_cpu: ServerCpu,
     /// Why some Services did not match (first few).
     pub mismatches: Vec<String>,
+    /// `--scenario soak`: the controller's resident memory over the soak.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub soak: Option<Soak>,
+}
+
+/// The controller's resident memory over a soak.
+#[derive(Debug, Clone, Serialize)]
+pub struct Soak {
+    /// Pods flipped.
+    pub flips: u64,
+    /// (seconds into the soak, resident bytes), one per sample.
+    pub rss_samples: Vec<(f64, u64)>,
+    /// Growth of resident memory from the first sample at or after a sixth of the soak
+    /// (minute 5 of 30) to the last, in percent.
+    pub growth_percent: Option<f64>,
+}
+
+impl Soak {
+    /// The figures of `samples` taken over `duration`.
+    pub fn new(flips: u64, rss_samples: Vec<(f64, u64)>, duration: Duration) -> Self {
+        let settled = duration.as_secs_f64() / 6.0;
+        let baseline = rss_samples.iter().find(|(at, _)| *at >= settled);
+        let growth_percent = match (baseline, rss_samples.last()) {
+            (Some(&(_, base)), Some(&(_, last))) if base > 0 => {
+                Some((last as f64 - base as f64) / base as f64 * 100.0)
+            }
+            _ => None,
+        };
+        Self {
+            flips,
+            rss_samples,
+            growth_percent,
+        }
+    }
 }
 
 impl Report {
@@ -272,6 +306,21 @@ impl Report {
                 res.memory_note
             ),
         ));
+        if let Some(soak) = &self.soak {
+            rows.push((
+                "soak".into(),
+                format!(
+                    "{} flips; rss growth {}",
+                    soak.flips,
+                    soak.growth_percent.map_or("n/a".to_owned(), |g| format!(
+                        "{g:+.1}% from a sixth of the way in to the end"
+                    ))
+                ),
+            ));
+            for (at, rss) in &soak.rss_samples {
+                rows.push((format!("  rss at {at:.0}s"), mib(Some(*rss))));
+            }
+        }
         for m in &self.mismatches {
             rows.push(("mismatch".into(), m.clone()));
         }

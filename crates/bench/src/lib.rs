@@ -56,6 +56,9 @@ pub enum Scenario {
     /// phase starts the controller (a restart, an upgrade, a leader hand-over onto a cluster
     /// whose Endpoints and slices are missing) and ends when it converged.
     Cold,
+    /// A steady flap (`--soak-rate` pods a second) for `--soak-duration`, the controller's
+    /// resident memory sampled every `--soak-sample`: whether it grows over time.
+    Soak,
 }
 
 impl Scenario {
@@ -68,6 +71,7 @@ impl Scenario {
             Self::Scale => "scale",
             Self::Nodes => "nodes",
             Self::Cold => "cold",
+            Self::Soak => "soak",
         }
     }
 }
@@ -142,6 +146,29 @@ pub struct Options {
     pub cleanup: bool,
     /// Whether to print a progress line every second.
     pub progress: bool,
+    /// The soak's length, rate and sampling.
+    pub soak: SoakOptions,
+}
+
+/// How long and how hard `--scenario soak` runs.
+#[derive(Debug, Clone)]
+pub struct SoakOptions {
+    /// How long the flap lasts (added to the run's timeout).
+    pub duration: Duration,
+    /// Pods flipped a second.
+    pub rate: f64,
+    /// How often the controller's resident memory is read.
+    pub sample_every: Duration,
+}
+
+impl Default for SoakOptions {
+    fn default() -> Self {
+        Self {
+            duration: Duration::from_secs(30 * 60),
+            rate: 10.0,
+            sample_every: Duration::from_secs(60),
+        }
+    }
 }
 
 impl Options {
@@ -172,6 +199,15 @@ impl Options {
         if self.timeout.is_zero() {
             bail!("--timeout must be positive");
         }
+        if self.scenario == Scenario::Soak {
+            let soak = &self.soak;
+            if soak.duration.is_zero() || soak.sample_every.is_zero() {
+                bail!("--soak-duration and --soak-sample must be positive");
+            }
+            if !(soak.rate > 0.0 && soak.rate.is_finite()) {
+                bail!("--soak-rate must be a positive number");
+            }
+        }
         if self.controller != ControllerMode::External && self.controller_pid.is_some() {
             bail!("--controller-pid is for --controller external");
         }
@@ -192,6 +228,7 @@ impl Options {
             Scenario::Flap => pods,
             Scenario::Scale => (2 * self.services).max(4),
             Scenario::Nodes => (2 * self.nodes).max(4),
+            Scenario::Soak => (self.soak.rate * self.soak.duration.as_secs_f64()).round() as usize,
         })
     }
 }
@@ -208,6 +245,9 @@ struct Marks {
     server_cpu: Option<f64>,
     pod_writes: u64,
     setup: Duration,
+    /// `--scenario soak`: the controller's resident memory (seconds into the soak, bytes),
+    /// and the flips made.
+    soak: Option<(Vec<(f64, u64)>, u64)>,
 }
 
 /// The load generator's client: its own rate limit, and a counter of its requests.
@@ -282,7 +322,13 @@ async fn server_cpu(server: Option<&EmbeddedServer>, client: &kube::Client) -> O
 pub async fn run(options: Options) -> Result<Report> {
     options.validate()?;
     let started = Instant::now();
-    let deadline = tokio::time::Instant::now() + options.timeout;
+    let deadline = tokio::time::Instant::now()
+        + options.timeout
+        + if options.scenario == Scenario::Soak {
+            options.soak.duration
+        } else {
+            Duration::ZERO
+        };
     let churn = options.churn();
 
     let history_window = (options.services * options.pods_per_service * 4).max(10_000);
@@ -330,6 +376,7 @@ pub async fn run(options: Options) -> Result<Report> {
         server_cpu: None,
         pod_writes: 0,
         setup: Duration::ZERO,
+        soak: None,
     };
     let mut load = Load::new(
         client.clone(),
@@ -460,6 +507,10 @@ pub async fn run(options: Options) -> Result<Report> {
             resources,
             api_server_cpu,
             mismatches: t.mismatches(5),
+            soak: marks
+                .soak
+                .clone()
+                .map(|(samples, flips)| figures::Soak::new(flips, samples, options.soak.duration)),
         }
     };
 
@@ -686,6 +737,7 @@ async fn drive(
         server_cpu: server_cpu(server, client).await,
         pod_writes: load.pod_writes(),
         setup: started.elapsed(),
+        soak: None,
     };
     lock(tracker).start_phase();
     match options.scenario {
@@ -695,6 +747,14 @@ async fn drive(
         }
         Scenario::Rolling => load.rolling(churn).await?,
         Scenario::Flap => load.flap(churn).await?,
+        Scenario::Soak => {
+            let soak = &options.soak;
+            let rss = || target.get().and_then(|t| proc::status_bytes(t, "VmRSS"));
+            marks.soak = Some(
+                load.soak(soak.rate, soak.duration, soak.sample_every, rss)
+                    .await?,
+            );
+        }
         Scenario::Scale => load.scale(churn).await?,
         Scenario::Nodes => load.node_churn(churn).await?,
         Scenario::Cold => {

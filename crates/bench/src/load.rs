@@ -351,6 +351,69 @@ impl Load {
         Ok(())
     }
 
+    /// Flips the readiness of `rate` random pods a second (the fraction carried over) for
+    /// `duration`, calling `sample` at the start, every `every`, and at the end; returns the
+    /// samples (seconds since the start, and the sampler's answer) and the flips made.
+    pub async fn soak(
+        &mut self,
+        rate: f64,
+        duration: Duration,
+        every: Duration,
+        mut sample: impl FnMut() -> Option<u64>,
+    ) -> Result<(Vec<(f64, u64)>, u64)> {
+        self.progress.set_phase("soak");
+        let start = tokio::time::Instant::now();
+        let mut samples = Vec::new();
+        let mut take = |samples: &mut Vec<(f64, u64)>| {
+            if let Some(value) = sample() {
+                samples.push((start.elapsed().as_secs_f64(), value));
+            }
+        };
+        take(&mut samples);
+        let mut next_sample = start + every;
+        let mut owed = 0.0;
+        let mut flips = 0u64;
+        let mut tick = start;
+        while tick.duration_since(start) < duration {
+            tick += Duration::from_secs(1);
+            owed += rate;
+            let mut ops = Vec::new();
+            let mut picked = BTreeSet::new();
+            while owed >= 1.0 {
+                owed -= 1.0;
+                let s = self.rng.below(self.options.services);
+                let pods = self.live_pods(s);
+                if pods.is_empty() {
+                    continue;
+                }
+                let name = pods[self.rng.below(pods.len())].clone();
+                if !picked.insert(name.clone()) {
+                    continue;
+                }
+                let ready = lock(&self.tracker).pods.get(&name).is_some_and(|p| p.ready);
+                ops.push(Op::SetReady {
+                    name,
+                    ready: !ready,
+                });
+            }
+            flips += ops.len() as u64;
+            self.run(ops).await?;
+            tokio::time::sleep_until(tick).await;
+            if tokio::time::Instant::now() >= next_sample {
+                take(&mut samples);
+                next_sample += every;
+            }
+        }
+        // The end, unless the last tick's sample was just taken.
+        if samples
+            .last()
+            .is_none_or(|(at, _)| start.elapsed().as_secs_f64() - at > 0.5)
+        {
+            take(&mut samples);
+        }
+        Ok((samples, flips))
+    }
+
     /// Scales random Services up and down `churn` times (four Services per step); pods
     /// scaled away terminate in one step and go in the next.
     pub async fn scale(&mut self, churn: usize) -> Result<()> {

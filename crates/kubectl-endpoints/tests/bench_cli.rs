@@ -245,3 +245,37 @@ fn process_only_flags_are_refused_for_the_embedded_controller() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--controller process"));
 }
+
+/// `--scenario soak` flips pods at its rate for its duration and reports the controller's
+/// resident memory sampled along the way (a short soak here; the 30-minute one is run by hand,
+/// see crates/bench/README.md).
+#[test]
+fn soak_samples_the_controllers_memory_over_a_steady_flap() {
+    let out = bench(&[
+        "--scenario",
+        "soak",
+        "--services",
+        "4",
+        "--pods-per-service",
+        "5",
+        "--soak-duration",
+        "4s",
+        "--soak-sample",
+        "1s",
+        "--soak-rate",
+        "5",
+    ]);
+    let r = assert_converged(&out);
+    assert_eq!(r["scenario"], "soak");
+    let soak = &r["soak"];
+    let samples = soak["rss_samples"].as_array().unwrap();
+    // At the start, each second, and no second sample at the end.
+    assert!((5..=6).contains(&samples.len()), "{soak:#}");
+    assert!(
+        samples.iter().all(|s| s[1].as_u64().unwrap() > 0),
+        "{soak:#}"
+    );
+    let flips = soak["flips"].as_u64().unwrap();
+    assert!((10..=20).contains(&flips), "{soak:#}");
+    assert!(soak["growth_percent"].as_f64().is_some(), "{soak:#}");
+}

@@ -99,6 +99,15 @@ pub struct BenchArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value = "table")]
     pub output: Output,
+    /// `--scenario soak`: how long the steady flap lasts (added to --timeout).
+    #[arg(long, default_value = "30m", value_parser = parse_duration)]
+    pub soak_duration: Duration,
+    /// `--scenario soak`: pods flipped a second.
+    #[arg(long, default_value_t = 10.0)]
+    pub soak_rate: f64,
+    /// `--scenario soak`: how often the controller's resident memory is read.
+    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    pub soak_sample: Duration,
 }
 
 /// How the figures are printed.
@@ -135,6 +144,11 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         controller_args: args.controller_args,
         cleanup: !args.keep,
         progress: !args.quiet,
+        soak: bench::SoakOptions {
+            duration: args.soak_duration,
+            rate: args.soak_rate,
+            sample_every: args.soak_sample,
+        },
     };
     let report = bench::run(options).await?;
     let mut out = std::io::stdout().lock();
