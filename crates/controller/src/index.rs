@@ -151,6 +151,9 @@ impl<P> Handler<P> for Fanout<P> {
     fn on_delete(&self, obj: &Arc<P>) {
         self.0.iter().for_each(|h| h.on_delete(obj));
     }
+    fn on_listed(&self) {
+        self.0.iter().for_each(|h| h.on_listed());
+    }
 }
 
 impl Informers {

@@ -134,3 +134,30 @@ pub async fn delete(
         Err(e) => Err(SyncError::slice_write(key, "delete", slice, e)),
     }
 }
+
+/// After a list of slices (the first or a re-list): forgets the slices `tracker` recorded as
+/// written that the server no longer holds, and returns their Services to sync again.
+/// Without this, a server that came back without a slice we wrote would leave its Service
+/// waiting forever for the cache to show it.
+pub fn forget_unlisted(
+    slices: &crate::informer::Store<reconcile::projection::StoredSlice>,
+    tracker: &mut SliceTracker,
+) -> Vec<ServiceKey> {
+    let objects: Vec<_> = slices
+        .keys()
+        .into_iter()
+        .filter_map(|key| slices.get(&key))
+        .collect();
+    let listed: std::collections::HashSet<&str> = objects
+        .iter()
+        .filter_map(|s| s.without_endpoints().metadata.uid.as_deref())
+        .collect();
+    let keys = tracker.forget_unlisted(&listed);
+    if !keys.is_empty() {
+        tracing::info!(
+            services = keys.len(),
+            "slices written earlier are gone from a fresh list; syncing their Services again"
+        );
+    }
+    keys
+}

@@ -65,6 +65,15 @@ impl Handler<StoredSlice> for EndpointSliceController {
             self.queue_for_slice(slice);
         }
     }
+    fn on_listed(&self) {
+        let keys = crate::slice_writer::forget_unlisted(
+            &self.workers.stores().slices,
+            &mut self.state.lock().tracker,
+        );
+        for key in keys {
+            self.workers.queue().add(key);
+        }
+    }
 }
 
 /// Node events: recompute zone shares when a node comes, goes, or changes readiness or zone.

@@ -42,6 +42,9 @@ pub trait Handler<P>: Send + Sync {
     fn on_update(&self, old: &Arc<P>, new: &Arc<P>);
     /// An object was deleted, or vanished across a re-list; `old` is its last projection.
     fn on_delete(&self, old: &Arc<P>);
+    /// A list (the first, or a re-list) has been applied: the store holds what the server
+    /// holds, and every difference has been reported.
+    fn on_listed(&self) {}
 }
 
 impl<P, H: Handler<P>> Handler<P> for Arc<H> {
@@ -53,6 +56,9 @@ impl<P, H: Handler<P>> Handler<P> for Arc<H> {
     }
     fn on_delete(&self, old: &Arc<P>) {
         (**self).on_delete(old);
+    }
+    fn on_listed(&self) {
+        (**self).on_listed();
     }
 }
 

@@ -94,6 +94,7 @@ impl<P: PartialEq + Send + Sync + 'static> Applier<P> {
                 for (_, new) in &replaced.added {
                     handler.on_add(new);
                 }
+                handler.on_listed();
                 true
             }
         }

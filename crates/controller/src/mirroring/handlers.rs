@@ -74,4 +74,13 @@ impl Handler<StoredSlice> for MirroringController {
         let key = triggers::on_slice_deleted(slice, &mut self.state.lock().tracker);
         self.queue_batched(key.into_iter().collect());
     }
+    fn on_listed(&self) {
+        let keys = crate::slice_writer::forget_unlisted(
+            &self.workers.stores().slices,
+            &mut self.state.lock().tracker,
+        );
+        for key in keys {
+            self.queue_now(Some(key));
+        }
+    }
 }

@@ -111,6 +111,31 @@ impl SliceTracker {
         true
     }
 
+    /// Forgets the slices recorded as written whose uids a fresh list does not hold (`listed`
+    /// holds the listed uids): the server no longer has them (it came back without them), so
+    /// no event will ever show them and waiting for the cache would never end. Returns the
+    /// Services that expected a slice, to sync again.
+    pub fn forget_unlisted(&mut self, listed: &std::collections::HashSet<&str>) -> Vec<ServiceKey> {
+        let mut resync = Vec::new();
+        for (key, gens) in &mut self.by_service {
+            let before = gens.len();
+            let mut expected_one = false;
+            gens.retain(|uid, tracked| {
+                let keep = listed.contains(uid.as_str());
+                if !keep && *tracked != Tracked::DeletionExpected {
+                    expected_one = true;
+                }
+                keep
+            });
+            if gens.len() != before && expected_one {
+                resync.push(key.clone());
+            }
+        }
+        self.by_service.retain(|_, gens| !gens.is_empty());
+        resync.sort();
+        resync
+    }
+
     /// Forgets a deleted Service.
     pub fn delete_service(&mut self, key: &ServiceKey) {
         self.by_service.remove(key);
@@ -158,6 +183,26 @@ mod tests {
             "deleted slice still cached"
         );
         assert!(!t.stale_slices(&key, &[]));
+    }
+
+    #[test]
+    fn a_fresh_list_without_a_written_slice_ends_the_wait_for_it() {
+        let key = ServiceKey::new("default", "s");
+        let mut t = SliceTracker::default();
+        // Written on a server that then came back without it: no event will ever show it.
+        t.update(&slice("lost", 1));
+        t.update(&slice("kept", 1));
+        t.expect_deletion(&slice("going", 1));
+        assert!(t.stale_slices(&key, &[&slice("kept", 1)]));
+        let listed = ["kept"].into_iter().collect();
+        assert_eq!(t.forget_unlisted(&listed), vec![key.clone()]);
+        assert!(!t.stale_slices(&key, &[&slice("kept", 1)]));
+        assert!(t.has(&slice("kept", 1)));
+        // Nothing more to forget, and a deletion that came true needs no sync.
+        assert!(t.forget_unlisted(&listed).is_empty());
+        let mut only_deleted = SliceTracker::default();
+        only_deleted.expect_deletion(&slice("going", 1));
+        assert!(only_deleted.forget_unlisted(&listed).is_empty());
     }
 
     #[test]
