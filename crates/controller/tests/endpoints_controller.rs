@@ -299,6 +299,40 @@ async fn startup_sweep_removes_leftover_endpoints_but_never_touches_leader_elect
     Ok(())
 }
 
+/// One of ours that appears after start without its Service (written by a replica that had
+/// not seen the Service go) is deleted; a hand-written one is left alone, as upstream does
+/// after start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoints_object_of_ours_appearing_without_its_service_is_deleted() -> anyhow::Result<()>
+{
+    let cluster = TestCluster::start().await;
+    let _controllers = cluster.run_controllers(endpoints_only()).await;
+    // A barrier: the controller is running and past its start-up sweep.
+    web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
+    cluster
+        .wait_for_endpoints(NS, "web", "web-1", |e| {
+            addresses(e) == ips(&["10.0.0.1"], &[])
+        })
+        .await;
+    let api = cluster.endpoints(NS);
+    let mut ours = leftover("late", json!({}));
+    ours.metadata.labels = Some(
+        [(
+            "endpoints.kubernetes.io/managed-by".to_owned(),
+            "endpoint-controller".to_owned(),
+        )]
+        .into(),
+    );
+    api.create(&PostParams::default(), &leftover("hand-written", json!({})))
+        .await?;
+    api.create(&PostParams::default(), &ours).await?;
+    cluster
+        .wait_for_endpoints(NS, "late", "deleted", |e| e.is_none())
+        .await;
+    assert!(api.get_opt("hand-written").await?.is_some());
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_refused_in_a_terminating_namespace_is_dropped_quietly() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;

@@ -52,3 +52,21 @@ async fn a_restart_the_watch_resumes_across_is_caught_by_the_conflicts_it_causes
         summary.failed.first().and_then(|r| r.failure.clone())
     );
 }
+
+/// Seed 15 with restarts: the server is restored, right at the start, from a backup without the
+/// mirrored slice the controller had just written. The tracker must not wait for that slice
+/// to show up in the cache once a fresh list says it is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_without_a_slice_we_wrote_does_not_stall_its_service() {
+    let settings = Settings {
+        restarts: true,
+        ..Settings::default()
+    };
+    let summary = run_seeds(15, 1, 1, &settings, |_| {}).await;
+    assert_eq!(
+        summary.passed,
+        1,
+        "{:?}",
+        summary.failed.first().and_then(|r| r.failure.clone())
+    );
+}
