@@ -232,6 +232,10 @@ async fn a_terminating_pod_serves_from_the_slice_but_not_from_endpoints() {
     let text = render_text(&e);
     assert!(text.contains("serving but terminating (1):"), "{text}");
     assert!(
+        text.contains("terminating, not serving (1):\n  web-2  10.0.0.2  node node-a\n    being deleted and not serving (Ready=False)"),
+        "{text}"
+    );
+    assert!(
         text.contains("not in the Endpoints object: terminating pods"),
         "{text}"
     );
