@@ -73,11 +73,7 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
         .await
         .context("running the controllers on a copy of the cluster")?;
     let ours = Written::from_outcome(ours)?.without_events();
-    let theirs = Written {
-        endpoints: values(&snapshot.endpoints)?,
-        endpoint_slices: values(&snapshot.slices)?,
-        events: Vec::new(),
-    };
+    let theirs = Written::from_objects(&snapshot.endpoints, &snapshot.slices)?;
 
     // Each difference line starts with the `namespace/name` of the Service it is about.
     let mut by_service: BTreeMap<String, Vec<String>> = service_keys
@@ -113,11 +109,4 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
         same,
         services,
     })
-}
-
-fn values<T: Serialize>(items: &[T]) -> Result<Vec<serde_json::Value>> {
-    items
-        .iter()
-        .map(|i| serde_json::to_value(i).context("encoding an object"))
-        .collect()
 }

@@ -73,17 +73,29 @@ pub struct WrittenEvent {
 }
 
 impl Written {
-    /// What a `plan` run left: its Endpoints, EndpointSlices and Events.
-    pub fn from_outcome(outcome: crate::plan::Outcome) -> Result<Self> {
-        fn values<T: serde::Serialize>(items: &[T]) -> Result<Vec<Value>> {
+    /// Endpoints and EndpointSlices (a cluster's, or one Service's), without Events.
+    pub fn from_objects<'a>(
+        endpoints: impl IntoIterator<Item = &'a k8s_openapi::api::core::v1::Endpoints>,
+        slices: impl IntoIterator<Item = &'a k8s_openapi::api::discovery::v1::EndpointSlice>,
+    ) -> Result<Self> {
+        fn values<'a, T: serde::Serialize + 'a>(
+            items: impl IntoIterator<Item = &'a T>,
+        ) -> Result<Vec<Value>> {
             items
-                .iter()
+                .into_iter()
                 .map(|i| serde_json::to_value(i).context("encoding an object"))
                 .collect()
         }
         Ok(Self {
-            endpoints: values(&outcome.endpoints)?,
-            endpoint_slices: values(&outcome.slices)?,
+            endpoints: values(endpoints)?,
+            endpoint_slices: values(slices)?,
+            events: Vec::new(),
+        })
+    }
+
+    /// What a `plan` run left: its Endpoints, EndpointSlices and Events.
+    pub fn from_outcome(outcome: crate::plan::Outcome) -> Result<Self> {
+        Ok(Self {
             events: outcome
                 .events
                 .into_iter()
@@ -95,6 +107,7 @@ impl Written {
                     message: e.message,
                 })
                 .collect(),
+            ..Self::from_objects(&outcome.endpoints, &outcome.slices)?
         })
     }
 

@@ -271,9 +271,11 @@ fn explain_one(
         slices: slices_of(&outcome.slices, namespace, name),
         endpoints: endpoints_of(&outcome.endpoints, namespace, name),
     };
+    // For a Service without a selector, the Endpoints object there is the hand-written input.
+    let current_endpoints = endpoints_of(&snapshot.endpoints, namespace, name);
     let now = Objects {
         slices: slices_of(&snapshot.slices, namespace, name),
-        endpoints: endpoints_of(&snapshot.endpoints, namespace, name),
+        endpoints: current_endpoints,
     };
     // A selector-less Service's Endpoints object is the input, not something written.
     let now_known = source == Source::Cluster
@@ -291,8 +293,7 @@ fn explain_one(
         .map(EventNote::from)
         .collect();
 
-    let hand_written = endpoints_of(&snapshot.endpoints, namespace, name);
-    let (management, mirroring) = management(&info, hand_written, &planned);
+    let (management, mirroring) = management(&info, current_endpoints, &planned);
     let pods = pods::explain_pods(&pods::Context {
         service: &info,
         managed: management.selector_controllers && !info.deleting,
@@ -528,21 +529,7 @@ fn truncation(
 }
 
 fn differences(key: &str, planned: &Objects<'_>, now: &Objects<'_>) -> Result<Vec<String>> {
-    let written = |o: &Objects<'_>| -> Result<Written> {
-        Ok(Written {
-            endpoints: o
-                .endpoints
-                .iter()
-                .map(serde_json::to_value)
-                .collect::<serde_json::Result<_>>()?,
-            endpoint_slices: o
-                .slices
-                .iter()
-                .map(serde_json::to_value)
-                .collect::<serde_json::Result<_>>()?,
-            events: Vec::new(),
-        })
-    };
+    let written = |o: &Objects<'_>| Written::from_objects(o.endpoints, o.slices.iter().copied());
     // A cluster has been through changes: compare as `audit` does, by the endpoints of each
     // port list rather than slice by slice.
     Ok(compare_sides(

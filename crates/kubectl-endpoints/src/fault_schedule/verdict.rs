@@ -73,17 +73,7 @@ pub async fn live(client: &Client) -> Result<Written> {
     let slices = Api::<EndpointSlice>::all(client.clone());
     let endpoints = retrying(|| endpoints.list(&lp)).await?.items;
     let slices = retrying(|| slices.list(&lp)).await?.items;
-    Ok(Written {
-        endpoints: endpoints
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()?,
-        endpoint_slices: slices
-            .iter()
-            .map(serde_json::to_value)
-            .collect::<Result<_, _>>()?,
-        events: Vec::new(),
-    })
+    Written::from_objects(&endpoints, &slices)
 }
 
 /// Removes the Endpoints trigger time: it records when the last change the controller saw
