@@ -44,13 +44,7 @@ pub struct AuditArgs {
 
 /// Runs the command; true when every Service is the same.
 pub async fn run(args: AuditArgs) -> Result<bool> {
-    let settings = controller::client::ClientSettings {
-        kubeconfig: args.kubeconfig.clone(),
-        ..Default::default()
-    };
-    let client = controller::client::build_client(&settings)
-        .await
-        .context("connecting to the API server")?;
+    let client = super::connect(args.kubeconfig.clone()).await?;
     let scope = AuditScope {
         namespace: args.namespace.clone(),
         flags: args.flags.clone(),

@@ -107,13 +107,7 @@ pub async fn run(args: ExplainArgs) -> Result<Explanation> {
         Source::Manifests
     };
     let snapshot = if args.files.is_empty() {
-        let settings = controller::client::ClientSettings {
-            kubeconfig: args.kubeconfig.clone(),
-            ..Default::default()
-        };
-        let client = controller::client::build_client(&settings)
-            .await
-            .context("connecting to the API server")?;
+        let client = super::connect(args.kubeconfig.clone()).await?;
         Snapshot::read(&client, Some(&namespace)).await?
     } else {
         let loaded = load_paths(&args.files)?;
