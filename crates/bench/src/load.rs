@@ -330,25 +330,31 @@ impl Load {
             let mut picked = BTreeSet::new();
             let mut ops = Vec::new();
             for _ in 0..left.min(32) {
-                let s = self.rng.below(self.options.services);
-                let pods = self.live_pods(s);
-                if pods.is_empty() {
-                    continue;
-                }
-                let name = pods[self.rng.below(pods.len())].clone();
-                if !picked.insert(name.clone()) {
-                    continue;
-                }
-                let ready = lock(&self.tracker).pods.get(&name).is_some_and(|p| p.ready);
-                ops.push(Op::SetReady {
-                    name,
-                    ready: !ready,
-                });
+                ops.extend(self.flip_random_pod(&mut picked));
             }
             left = left.saturating_sub(ops.len().max(1));
             self.run(ops).await?;
         }
         Ok(())
+    }
+
+    /// A readiness flip of a random live pod of a random Service, unless that Service has none
+    /// or the pod is already in `picked` (one change per pod per step).
+    fn flip_random_pod(&mut self, picked: &mut BTreeSet<String>) -> Option<Op> {
+        let s = self.rng.below(self.options.services);
+        let pods = self.live_pods(s);
+        if pods.is_empty() {
+            return None;
+        }
+        let name = pods[self.rng.below(pods.len())].clone();
+        if !picked.insert(name.clone()) {
+            return None;
+        }
+        let ready = lock(&self.tracker).pods.get(&name).is_some_and(|p| p.ready);
+        Some(Op::SetReady {
+            name,
+            ready: !ready,
+        })
     }
 
     /// Flips the readiness of `rate` random pods a second (the fraction carried over) for
@@ -381,20 +387,7 @@ impl Load {
             let mut picked = BTreeSet::new();
             while owed >= 1.0 {
                 owed -= 1.0;
-                let s = self.rng.below(self.options.services);
-                let pods = self.live_pods(s);
-                if pods.is_empty() {
-                    continue;
-                }
-                let name = pods[self.rng.below(pods.len())].clone();
-                if !picked.insert(name.clone()) {
-                    continue;
-                }
-                let ready = lock(&self.tracker).pods.get(&name).is_some_and(|p| p.ready);
-                ops.push(Op::SetReady {
-                    name,
-                    ready: !ready,
-                });
+                ops.extend(self.flip_random_pod(&mut picked));
             }
             flips += ops.len() as u64;
             self.run(ops).await?;
