@@ -118,16 +118,13 @@ impl SliceTracker {
     pub fn forget_unlisted(&mut self, listed: &std::collections::HashSet<&str>) -> Vec<ServiceKey> {
         let mut resync = Vec::new();
         for (key, gens) in &mut self.by_service {
-            let before = gens.len();
             let mut expected_one = false;
             gens.retain(|uid, tracked| {
                 let keep = listed.contains(uid.as_str());
-                if !keep && *tracked != Tracked::DeletionExpected {
-                    expected_one = true;
-                }
+                expected_one |= !keep && *tracked != Tracked::DeletionExpected;
                 keep
             });
-            if gens.len() != before && expected_one {
+            if expected_one {
                 resync.push(key.clone());
             }
         }
