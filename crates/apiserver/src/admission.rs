@@ -38,9 +38,10 @@ pub fn has_finalizers(object: &Value) -> bool {
 
 /// Checks that a request body is an object of the resource's kind and returns it.
 pub fn parse_body(resource: &Resource, body: &[u8]) -> Result<Value, ApiError> {
-    // kubectl's typed commands send protobuf; its magic prefix can never start JSON.
-    if let Some(payload) = crate::protobuf::payload(body) {
-        return crate::protobuf::decode(resource, payload);
+    // Protobuf clients (kubectl's typed commands, client-go) send the magic prefix, which can
+    // never start JSON.
+    if crate::protobuf::payload(body).is_some() {
+        return crate::protobuf::decode_body(resource, body);
     }
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;

@@ -86,7 +86,7 @@ pub mod limits;
 mod load;
 mod managed_fields;
 mod printers;
-mod protobuf;
+pub mod protobuf;
 mod random;
 mod request_log;
 mod resources;
