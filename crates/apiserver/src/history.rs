@@ -47,6 +47,9 @@ pub struct Change {
     /// For modifications, the object before, so a selector watch can turn a change that moves
     /// an object out of (or into) its selection into DELETED (or ADDED).
     pub previous: Option<Arc<Value>>,
+    /// `object` as a protobuf body, once a protobuf watch has sent it: every other protobuf
+    /// watcher sends the same bytes instead of encoding the object again.
+    pub protobuf: std::sync::OnceLock<bytes::Bytes>,
 }
 
 /// The watch from `requested` needs changes the window no longer holds.
@@ -120,6 +123,7 @@ mod tests {
             kind: EventType::Added,
             object: Arc::new(Value::Null),
             previous: None,
+            protobuf: Default::default(),
         }
     }
 

@@ -5,9 +5,10 @@
 //! endpointslices, events (core and `events.k8s.io`) and leases: discovery, get, list and
 //! watch with selectors (also as kubectl's server-side Tables), create, update, the status
 //! subresource, four patch formats, delete with finalizers and garbage collection, the
-//! namespace lifecycle, and OpenAPI v3 and v2 schemas. Request bodies are JSON, or protobuf
-//! for namespaces and services (kubectl's typed creates). It is a test and development server, not a
-//! control plane: there is no authentication, admission webhooks or persistence, and field
+//! namespace lifecycle, and OpenAPI v3 and v2 schemas. Objects, lists, watches and errors are
+//! JSON, or Kubernetes' protobuf encoding when the client's Accept header asks for it first
+//! (client-go's default), and request bodies may be either ([`protobuf`]). It is a test and
+//! development server, not a control plane: there is no authentication, admission webhooks or persistence, and field
 //! management is an approximation (see the `managed_fields` module). It does answer
 //! TokenReviews and SubjectAccessReviews from a configured table ([`Reviews`]), for testing
 //! components that delegate their own authentication to it.
@@ -60,6 +61,11 @@
 //!   refused write gets a 422 `Invalid` Status naming each field. Request bodies over 3 MiB
 //!   get a 413, bodies nested deeper than 128 levels a 400 ([`limits`]).
 //! - A pod without finalizers is removed at once on delete (there is no kubelet).
+//! - Responses are negotiated as kube-apiserver negotiates them: the first media type of the
+//!   Accept header (by q-value) the server can answer in. Every kind served has a protobuf form;
+//!   Tables, discovery and OpenAPI documents are JSON only, and a client that accepts protobuf
+//!   alone gets 406 for them. [`RequestRecord::content_type`] tells which encoding an answer
+//!   was in.
 //! - Garbage collection by `ownerReferences` runs inside each delete: dependents whose owners
 //!   are all gone are deleted, and `propagationPolicy` Foreground and Orphan are honoured.
 //! - [`ApiServer::apply_objects`] rewrites uid references between the loaded objects to the

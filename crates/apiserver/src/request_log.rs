@@ -36,6 +36,11 @@ pub struct RequestRecord {
     pub user_agent: Option<String>,
     /// The HTTP status code of the answer.
     pub code: u16,
+    /// The Content-Type of the answer, which tells the encoding it was served in
+    /// (`application/json`, `application/vnd.kubernetes.protobuf`, or with `;stream=watch`
+    /// for a protobuf watch).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
     /// For a write the server accepted, the object as it answered it (absent for reads,
     /// refusals and deletes answered with a Status), as the JSON text it sent: a slice of a
     /// hundred endpoints takes a tenth of the memory this way that it takes as a parsed
@@ -56,6 +61,7 @@ impl RequestRecord {
             name: target.name.clone(),
             user_agent: user_agent(headers),
             code,
+            content_type: None,
             object: None,
         }
     }
@@ -72,6 +78,7 @@ impl RequestRecord {
             name: None,
             user_agent: user_agent(headers),
             code,
+            content_type: None,
             object: None,
         }
     }

@@ -268,12 +268,18 @@ async fn serve(
         None => answer(shared, review, &body).unwrap_or_else(IntoResponse::into_response),
     };
     if shared.requests.enabled() {
-        shared.requests.push(RequestRecord::review(
+        let mut record = RequestRecord::review(
             review.group(),
             review.plural(),
             &headers,
             response.status().as_u16(),
-        ));
+        );
+        record.content_type = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        shared.requests.push(record);
     }
     response
 }

@@ -264,6 +264,19 @@ impl ApiError {
         Self::new(415, "UnsupportedMediaType", message)
     }
 
+    /// 406 for an Accept header naming no media type the server can answer in, worded as
+    /// kube-apiserver words it.
+    pub fn not_acceptable(supported: &[&str]) -> Self {
+        Self::new(
+            406,
+            "NotAcceptable",
+            format!(
+                "only the following media types are accepted: {}",
+                supported.join(", ")
+            ),
+        )
+    }
+
     /// 415 for a patch type the server does not know.
     pub fn unsupported_media_type(content_type: &str) -> Self {
         Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json; got {content_type:?}"))
@@ -317,16 +330,39 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
+impl ApiError {
+    /// The error as a response whose Status body is in `encoding`: protobuf (kind Status,
+    /// apiVersion v1) when the client negotiated it, as kube-apiserver answers.
+    pub(crate) fn into_response_as(self, encoding: crate::rest::Encoding) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut response = (code, axum::Json(self.to_status())).into_response();
+        let status = self.to_status();
+        let protobuf = match encoding {
+            crate::rest::Encoding::Protobuf => {
+                crate::protobuf::encode_object("v1", "Status", &status).ok()
+            }
+            crate::rest::Encoding::Json => None,
+        };
+        let mut response = match protobuf {
+            Some(body) => (
+                code,
+                [(header::CONTENT_TYPE, crate::protobuf::MEDIA_TYPE)],
+                body,
+            )
+                .into_response(),
+            None => (code, axum::Json(status)).into_response(),
+        };
         if self.code == 429 {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        self.into_response_as(crate::rest::Encoding::Json)
     }
 }
 

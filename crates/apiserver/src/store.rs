@@ -200,6 +200,7 @@ impl Store {
             kind: EventType::Added,
             object: object.clone(),
             previous: None,
+            protobuf: Default::default(),
         });
         object
     }
@@ -220,6 +221,7 @@ impl Store {
             kind: EventType::Modified,
             object: object.clone(),
             previous,
+            protobuf: Default::default(),
         });
         object
     }
@@ -246,6 +248,7 @@ impl Store {
             kind: EventType::Deleted,
             object: object.clone(),
             previous: None,
+            protobuf: Default::default(),
         });
         Some(object)
     }

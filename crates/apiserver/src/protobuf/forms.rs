@@ -162,7 +162,7 @@ pub(crate) fn base64_encode(bytes: &[u8]) -> String {
 pub(crate) fn base64_decode(text: &str) -> Result<Vec<u8>, ProtobufError> {
     let bad = || ProtobufError::new("invalid base64");
     let text = text.as_bytes();
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return Err(bad());
     }
     let mut out = Vec::with_capacity(text.len() / 4 * 3);

@@ -125,6 +125,14 @@ pub fn message_name(api_version: &str, kind: &str) -> Option<&'static str> {
     message_for(schema, api_version, kind).map(|id| schema.message(id).full_name.as_str())
 }
 
+/// Whether objects of `resource` can be served as protobuf.
+pub(crate) fn supports(resource: &Resource) -> bool {
+    let api_version = resource.api_version();
+    let schema = &*SCHEMA;
+    message_for(schema, &api_version, resource.kind).is_some()
+        && message_for(schema, &api_version, &format!("{}List", resource.kind)).is_some()
+}
+
 fn unknown_kind(api_version: &str, kind: &str) -> ProtobufError {
     ProtobufError::new(format!("no protobuf message for {api_version} {kind}"))
 }
@@ -389,6 +397,21 @@ pub(crate) fn decode_body(resource: &Resource, body: &[u8]) -> Result<Value, Api
         map.insert("kind".to_owned(), Value::from(envelope.kind));
     }
     Ok(object)
+}
+
+/// Decodes a protobuf `DeleteOptions` body into its JSON.
+pub(crate) fn decode_delete_options(body: &[u8]) -> Result<Value, ApiError> {
+    let bad = |why: String| {
+        ApiError::bad_request(format!("the protobuf DeleteOptions body is invalid: {why}"))
+    };
+    let object = decode_object(body).map_err(|e| bad(e.to_string()))?;
+    match object.get("kind").and_then(Value::as_str) {
+        Some("DeleteOptions") => Ok(object),
+        other => Err(bad(format!(
+            "it holds a {}",
+            other.unwrap_or("nameless object")
+        ))),
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! passed through the fault rules before it is served.
 
 mod discovery;
+mod negotiate;
 mod openapi;
 mod patch;
 mod read;
@@ -13,9 +14,11 @@ mod table;
 mod watch;
 mod write;
 
+pub(crate) use negotiate::Encoding;
 pub(crate) use write::{create, create_as, delete, update, update_as, DeleteOptions};
 
 use crate::limits;
+use crate::protobuf::{self, ProtobufError};
 use crate::request_log::RequestRecord;
 use crate::resources::{self, Resource};
 use crate::reviews::{self, Review};
@@ -24,29 +27,33 @@ use crate::status::ApiError;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::DefaultBodyLimit;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
 use axum::Router;
-use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The router serving every path; the same one backs TCP and in-process clients.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    Router::new()
+    // Discovery and OpenAPI documents are JSON only.
+    let documents = Router::new()
         .route("/api", get(discovery::core_versions))
         .route("/api/v1", get(discovery::core_resources))
         .route("/apis", get(discovery::group_list))
         .route("/apis/{group}", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
-        .route("/version", get(discovery::version))
         .route("/openapi/v2", get(openapi::v2))
         .route("/openapi/v3", get(openapi::root))
         .route("/openapi/v3/api/{version}", get(openapi::core))
         .route("/openapi/v3/apis/{group}/{version}", get(openapi::group))
+        .route_layer(middleware::from_fn(json_documents));
+    Router::new()
+        .merge(documents)
+        .route("/version", get(discovery::version))
         .route(&Review::Token.path(), any(reviews::token_reviews))
         .route(
             &Review::SubjectAccess.path(),
@@ -57,6 +64,16 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .fallback(|| async { ApiError::no_route() })
         .layer(DefaultBodyLimit::max(limits::MAX_BODY_BYTES))
         .with_state(shared)
+}
+
+/// Refuses a request for a JSON-only document that accepts protobuf alone, with 406 as
+/// kube-apiserver does for a type it cannot encode so.
+async fn json_documents(request: Request, next: Next) -> Response {
+    if negotiate::only_protobuf(request.headers()) {
+        let supported = ["application/json"];
+        return ApiError::not_acceptable(&supported).into_response();
+    }
+    next.run(request).await
 }
 
 /// What a resource path names.
@@ -71,6 +88,8 @@ pub(crate) struct Target {
     pub dry_run: bool,
     /// The field manager a write is recorded under (see [`crate::managed_fields`]).
     pub manager: String,
+    /// The encoding of the response, from the Accept header (see [`negotiate`]).
+    pub encoding: Encoding,
 }
 
 impl Target {
@@ -119,6 +138,7 @@ fn parse_target(group: &str, version: &str, rest: &str) -> Option<Target> {
         status,
         dry_run: false,
         manager: String::new(),
+        encoding: Encoding::Json,
     })
 }
 
@@ -166,25 +186,27 @@ async fn serve(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    // A Status has a protobuf form, so errors follow the Accept header whatever the path.
+    let errors = negotiate::negotiate(&headers, true).unwrap_or_default();
+    let fail = |error: ApiError| error.into_response_as(errors);
     let Some(mut target) = parse_target(group, version, rest) else {
-        return ApiError::no_route().into_response();
+        return fail(ApiError::no_route());
     };
     let body = match read_body(body) {
         Ok(body) => body,
-        Err(e) => return e.into_response(),
+        Err(e) => return fail(e),
     };
     let params: Params = match Query::<Vec<(String, String)>>::try_from_uri(&uri) {
         Ok(Query(pairs)) => pairs.into_iter().collect(),
-        Err(e) => return ApiError::bad_request(format!("invalid query: {e}")).into_response(),
+        Err(e) => return fail(ApiError::bad_request(format!("invalid query: {e}"))),
     };
     target.dry_run = match params.get("dryRun").map(String::as_str) {
         None | Some("") => false,
         Some("All") => true,
         Some(other) => {
-            return ApiError::bad_request(format!(
+            return fail(ApiError::bad_request(format!(
                 "unsupported dryRun value {other:?}, only \"All\""
-            ))
-            .into_response()
+            )))
         }
     };
     target.manager = crate::managed_fields::manager_name(
@@ -202,11 +224,11 @@ async fn serve(
         (&Method::PATCH, true) => "patch",
         (&Method::DELETE, true) if !target.status => "delete",
         (&Method::DELETE, false) => "deletecollection",
-        _ => return ApiError::method_not_allowed().into_response(),
+        _ => return fail(ApiError::method_not_allowed()),
     };
     if target.namespace.is_none() && target.resource.namespaced && verb != "list" && verb != "watch"
     {
-        return ApiError::method_not_allowed().into_response();
+        return fail(ApiError::method_not_allowed());
     }
     let label = target.label();
     shared.count(verb, &label);
@@ -218,11 +240,19 @@ async fn serve(
     }
     if let Some(error) = decision.error {
         // Refused by an injected fault: still a request the client sent.
-        return log_request(&shared, verb, &target, &headers, error.into_response()).await;
+        return log_request(&shared, verb, &target, &headers, fail(error));
     }
     let table = match table::requested(&headers, &params) {
         Ok(table) => table,
-        Err(e) => return e.into_response(),
+        Err(e) => return fail(e),
+    };
+    // Tables are JSON; objects and lists are protobuf when the client asks for it first.
+    target.encoding = match table {
+        Some(_) => Encoding::Json,
+        None => match negotiate::negotiate(&headers, protobuf::supports(target.resource)) {
+            Ok(encoding) => encoding,
+            Err(e) => return log_request(&shared, verb, &target, &headers, e.into_response()),
+        },
     };
     let result = match verb {
         "get" => match table {
@@ -235,7 +265,7 @@ async fn serve(
         },
         "watch" => {
             let response = watch::watch(shared.clone(), target.clone(), &params, table);
-            return log_request(&shared, verb, &target, &headers, response).await;
+            return log_request(&shared, verb, &target, &headers, response);
         }
         "create" => write::create_request(&shared, &target, &body),
         "update" => write::update_request(&shared, &target, &body),
@@ -243,13 +273,19 @@ async fn serve(
         "delete" => write::delete_request(&shared, &target, &params, &body),
         _ => write::delete_collection_request(&shared, &target, &params, &body),
     };
-    let response = result.unwrap_or_else(IntoResponse::into_response);
-    log_request(&shared, verb, &target, &headers, response).await
+    let response = result.unwrap_or_else(fail);
+    log_request(&shared, verb, &target, &headers, response)
 }
 
-/// Records the request in the server's request log when recording is on. Accepted writes keep
-/// the object the server answered; a create takes its name from it (it may be generated).
-async fn log_request(
+/// The object a write was answered with, carried in the response's extensions for the
+/// request log whatever the encoding of the body.
+#[derive(Clone)]
+struct Answered(Arc<Value>);
+
+/// Records the request in the server's request log when recording is on, with the
+/// Content-Type it was answered in. Accepted writes keep the object the server answered; a
+/// create takes its name from it (it may be generated).
+fn log_request(
     shared: &Shared,
     verb: &str,
     target: &Target,
@@ -261,45 +297,25 @@ async fn log_request(
     }
     let code = response.status();
     let mut record = RequestRecord::new(verb, target, headers, code.as_u16());
-    let keep_body = code.is_success()
+    record.content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let keep_object = code.is_success()
         && !target.dry_run
         && matches!(verb, "create" | "update" | "patch" | "delete");
-    if !keep_body {
-        shared.requests.push(record);
-        return response;
-    }
-    let (parts, body) = response.into_parts();
-    let bytes = match axum::body::to_bytes(body, usize::MAX).await {
-        Ok(bytes) => bytes,
-        Err(e) => return ApiError::internal(format!("reading the response: {e}")).into_response(),
-    };
-    /// What the log needs to know of an answered object without parsing all of it.
-    #[derive(serde::Deserialize)]
-    struct Head<'a> {
-        #[serde(borrow, default)]
-        kind: Option<std::borrow::Cow<'a, str>>,
-        #[serde(default)]
-        metadata: Option<HeadMeta>,
-    }
-    #[derive(serde::Deserialize)]
-    struct HeadMeta {
-        #[serde(default)]
-        name: Option<String>,
-    }
-    if let Ok(head) = serde_json::from_slice::<Head>(&bytes) {
-        // A delete answers with the object while finalizers hold it, or with a Status once
-        // it is gone; only objects are kept.
-        if head.kind.as_deref() != Some("Status") {
+    if let Some(Answered(object)) = response.extensions().get().filter(|_| keep_object) {
+        // Only objects are kept, never a Status.
+        if object.get("kind").and_then(Value::as_str) != Some("Status") {
             if record.name.is_none() {
-                record.name = head.metadata.and_then(|m| m.name);
+                record.name = crate::store::meta_str(object, "name").map(str::to_owned);
             }
-            record.object = std::str::from_utf8(&bytes)
-                .ok()
-                .and_then(|text| RawValue::from_string(text.to_owned()).ok());
+            record.object = serde_json::value::to_raw_value(&**object).ok();
         }
     }
     shared.requests.push(record);
-    Response::from_parts(parts, axum::body::Body::from(bytes))
+    response
 }
 
 /// The request body, refused when it is over [`limits::MAX_BODY_BYTES`] (413) or nested
@@ -315,6 +331,40 @@ pub(crate) fn read_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, Ap
     limits::check_nesting(&body, limits::MAX_NESTING)
         .map_err(|e| ApiError::bad_request(format!("the request body is {e}")))?;
     Ok(body)
+}
+
+/// A response with one object of the target's resource, in the negotiated encoding.
+pub(crate) fn resource_response(
+    target: &Target,
+    code: StatusCode,
+    object: &Arc<Value>,
+) -> Response {
+    let mut response = match target.encoding {
+        Encoding::Json => object_response(code, object),
+        Encoding::Protobuf => protobuf_response(
+            code,
+            protobuf::encode_object(&target.resource.api_version(), target.resource.kind, object),
+        ),
+    };
+    response.extensions_mut().insert(Answered(object.clone()));
+    response
+}
+
+/// A protobuf response from encoded bytes.
+pub(crate) fn protobuf_response(
+    code: StatusCode,
+    bytes: Result<Vec<u8>, ProtobufError>,
+) -> Response {
+    match bytes {
+        Ok(bytes) => (
+            code,
+            [(http::header::CONTENT_TYPE, protobuf::MEDIA_TYPE)],
+            bytes,
+        )
+            .into_response(),
+        Err(e) => ApiError::internal(format!("encoding the response as protobuf: {e}"))
+            .into_response_as(Encoding::Protobuf),
+    }
 }
 
 /// A JSON response with one object.

@@ -7,7 +7,7 @@
 //! served as "create, or merge the applied configuration into the live object"; field
 //! ownership is not tracked.
 
-use super::{create_as, object_response, update_as, Target};
+use super::{create_as, resource_response, update_as, Target};
 use crate::managed_fields::Writer;
 use crate::state::{Cluster, Shared};
 use crate::status::ApiError;
@@ -133,5 +133,5 @@ pub(crate) fn patch_request(
     } else {
         StatusCode::OK
     };
-    Ok(object_response(code, &object))
+    Ok(resource_response(target, code, &object))
 }

@@ -1,6 +1,6 @@
 //! GET of one object and of a list.
 
-use super::{json_response, object_response, Params, Target};
+use super::{json_response, protobuf_response, resource_response, Encoding, Params, Target};
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::state::Shared;
 use crate::status::ApiError;
@@ -46,7 +46,7 @@ pub(crate) fn get(shared: &Shared, target: &Target) -> Result<Response, ApiError
                 .cloned()
         })
         .ok_or_else(|| ApiError::not_found(target.resource, name))?;
-    Ok(object_response(StatusCode::OK, &object))
+    Ok(resource_response(target, StatusCode::OK, &object))
 }
 
 /// The selected objects of a collection path and the resourceVersion they were read at.
@@ -83,7 +83,7 @@ struct List<'a> {
     items: Vec<&'a Value>,
 }
 
-/// A `<Kind>List` response body.
+/// A `<Kind>List` response, in the negotiated encoding.
 pub(crate) fn list_response(
     target: &Target,
     items: &[Arc<Value>],
@@ -98,13 +98,24 @@ fn page_response(
     resource_version: u64,
     continue_: Option<String>,
 ) -> Response {
+    let metadata = ListMeta {
+        resource_version: resource_version.to_string(),
+        continue_,
+    };
+    if target.encoding == Encoding::Protobuf {
+        let metadata = serde_json::to_value(&metadata).unwrap_or_default();
+        let bytes = crate::protobuf::encode_list(
+            &target.resource.api_version(),
+            target.resource.kind,
+            &metadata,
+            items.iter().map(|o| o.as_ref()),
+        );
+        return protobuf_response(StatusCode::OK, bytes);
+    }
     let list = List {
         kind: format!("{}List", target.resource.kind),
         api_version: target.resource.api_version(),
-        metadata: ListMeta {
-            resource_version: resource_version.to_string(),
-            continue_,
-        },
+        metadata,
         items: items.iter().map(|o| o.as_ref()).collect(),
     };
     json_response(StatusCode::OK, serde_json::to_vec(&list))

@@ -1,4 +1,7 @@
-//! Watch: a stream of newline-delimited JSON events that follows the history.
+//! Watch: a stream of events that follows the history, as newline-delimited JSON or, when the
+//! client negotiated protobuf, as length-prefixed `WatchEvent` frames
+//! (`application/vnd.kubernetes.protobuf;stream=watch`). A change's protobuf object is encoded
+//! once, by the first protobuf watcher that sends it, and shared by the others.
 //!
 //! A watch starts from a resourceVersion. Without one (or with "0") it first sends the current
 //! objects as ADDED; with one it replays every later change, or answers with an ERROR event
@@ -11,8 +14,9 @@
 
 use super::read::{select, Selection};
 use super::table::{self, TableRequest};
-use super::{flag, Params, Target};
+use super::{flag, Encoding, Params, Target};
 use crate::history::{Change, EventType};
+use crate::protobuf;
 use crate::state::Shared;
 use crate::status::ApiError;
 use axum::body::{Body, Bytes};
@@ -32,7 +36,7 @@ struct WireEvent<'a> {
     object: &'a Value,
 }
 
-fn encode(kind: &str, object: &Value) -> Bytes {
+fn json_line(kind: &str, object: &Value) -> Bytes {
     let mut line = serde_json::to_vec(&WireEvent { kind, object }).unwrap_or_default();
     line.push(b'\n');
     Bytes::from(line)
@@ -47,11 +51,6 @@ fn bookmark(target: &Target, rv: u64) -> Value {
     })
 }
 
-/// An ERROR event carrying `error`'s Status, which ends a watch.
-fn expired_event(error: &ApiError) -> Bytes {
-    encode("ERROR", &error.to_status())
-}
-
 /// What one watch selects.
 struct Filter {
     target: Target,
@@ -60,15 +59,71 @@ struct Filter {
 }
 
 impl Filter {
-    /// One event line, its object turned into a Table row when the watch asked for Tables.
-    fn encode(&self, kind: &str, object: &Value) -> Bytes {
+    /// One event, its object turned into a Table row when the watch asked for Tables.
+    fn encode(&self, kind: &str, object: &Value) -> Result<Bytes, ApiError> {
         match self.table {
             Some(request) => {
                 let rv = crate::store::meta_str(object, "resourceVersion").unwrap_or_default();
                 let table = table::table(self.target.resource, [object], rv, request);
-                encode(kind, &table)
+                Ok(json_line(kind, &table))
             }
-            None => encode(kind, object),
+            None => self.plain(kind, object),
+        }
+    }
+
+    /// One event with the object as it is (bookmarks are never Tables).
+    fn plain(&self, kind: &str, object: &Value) -> Result<Bytes, ApiError> {
+        match self.target.encoding {
+            Encoding::Json => Ok(json_line(kind, object)),
+            Encoding::Protobuf => Ok(Bytes::from(protobuf::watch_frame(
+                kind,
+                &self.envelope(object)?,
+            ))),
+        }
+    }
+
+    /// The protobuf body of an object of the watched resource.
+    fn envelope(&self, object: &Value) -> Result<Vec<u8>, ApiError> {
+        let resource = self.target.resource;
+        protobuf::encode_object(&resource.api_version(), resource.kind, object)
+            .map_err(|e| ApiError::internal(format!("encoding a watch event as protobuf: {e}")))
+    }
+
+    /// The event for a change: in protobuf, the object's bytes are taken from the change,
+    /// where the first watcher to send it keeps them.
+    fn encode_change(
+        &self,
+        kind: &str,
+        change: &Change,
+        object: &Value,
+    ) -> Result<Bytes, ApiError> {
+        if self.table.is_some() || self.target.encoding == Encoding::Json {
+            return self.encode(kind, object);
+        }
+        let envelope = match change.protobuf.get() {
+            Some(bytes) => bytes.clone(),
+            None => {
+                let bytes = Bytes::from(self.envelope(object)?);
+                // Another watcher may have set it meanwhile; the bytes are the same.
+                let _first = change.protobuf.set(bytes.clone());
+                bytes
+            }
+        };
+        Ok(Bytes::from(protobuf::watch_frame(kind, &envelope)))
+    }
+
+    /// An ERROR event carrying `error`'s Status, which ends a watch.
+    fn error_event(&self, error: &ApiError) -> Bytes {
+        let status = error.to_status();
+        match self.target.encoding {
+            Encoding::Json => json_line("ERROR", &status),
+            Encoding::Protobuf => match protobuf::encode_object("v1", "Status", &status) {
+                Ok(body) => Bytes::from(protobuf::watch_frame("ERROR", &body)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "encoding a watch error as protobuf failed");
+                    Bytes::new()
+                }
+            },
         }
     }
 
@@ -116,22 +171,24 @@ pub(crate) fn watch(
     params: &Params,
     table: Option<TableRequest>,
 ) -> Response {
+    let fail = |error: ApiError| error.into_response_as(target.encoding);
     let selection = match Selection::from_params(params) {
         Ok(s) => s,
-        Err(e) => return e.into_response(),
+        Err(e) => return fail(e),
     };
     let timeout = match params.get("timeoutSeconds").map(|t| t.parse::<u64>()) {
         None => None,
         Some(Ok(secs)) => Some(Duration::from_secs(secs)),
-        Some(Err(_)) => return ApiError::bad_request("invalid timeoutSeconds").into_response(),
+        Some(Err(_)) => return fail(ApiError::bad_request("invalid timeoutSeconds")),
     };
     let from = match params.get("resourceVersion").map(String::as_str) {
         None | Some("") | Some("0") => None,
         Some(rv) => match rv.parse::<u64>() {
             Ok(rv) => Some(rv),
             Err(_) => {
-                return ApiError::bad_request(format!("invalid resourceVersion {rv:?}"))
-                    .into_response()
+                return fail(ApiError::bad_request(format!(
+                    "invalid resourceVersion {rv:?}"
+                )))
             }
         },
     };
@@ -141,8 +198,9 @@ pub(crate) fn watch(
         Some("true" | "1") => Some(true),
         Some("false" | "0") => Some(false),
         Some(other) => {
-            return ApiError::bad_request(format!("invalid sendInitialEvents {other:?}"))
-                .into_response()
+            return fail(ApiError::bad_request(format!(
+                "invalid sendInitialEvents {other:?}"
+            )))
         }
     };
     let errors = watch_list_errors(
@@ -151,7 +209,7 @@ pub(crate) fn watch(
         params.get("resourceVersionMatch").map(String::as_str),
     );
     if !errors.is_empty() {
-        return ApiError::invalid_list_options(&errors).into_response();
+        return fail(ApiError::invalid_list_options(&errors));
     }
     let start = match (send_initial_events, from) {
         (Some(true), _) => Start::Snapshot {
@@ -164,6 +222,10 @@ pub(crate) fn watch(
         },
     };
     let label = target.label();
+    let content_type = match (target.encoding, table) {
+        (Encoding::Protobuf, None) => protobuf::WATCH_MEDIA_TYPE,
+        _ => "application/json",
+    };
     let filter = Filter {
         target,
         selection,
@@ -175,9 +237,8 @@ pub(crate) fn watch(
         let current = shared.read(|c| c.store.resource_version());
         if forced_expiry {
             let requested = from.unwrap_or(current);
-            let _sent = tx
-                .send(expired_event(&ApiError::expired(requested, current + 1)))
-                .await;
+            let error = ApiError::expired(requested, current + 1);
+            let _sent = tx.send(filter.error_event(&error)).await;
             return;
         }
         if let Some(requested) = from.filter(|rv| *rv > current) {
@@ -186,7 +247,7 @@ pub(crate) fn watch(
             // it and then sends this error as the watch's only event; our store is never behind
             // its own writes, so there is nothing to wait for.
             let error = ApiError::too_large_resource_version(requested, current);
-            let _sent = tx.send(expired_event(&error)).await;
+            let _sent = tx.send(filter.error_event(&error)).await;
             return;
         }
         run(shared, filter, start, timeout, bookmarks, tx).await;
@@ -195,7 +256,7 @@ pub(crate) fn watch(
         futures::stream::poll_fn(move |cx| rx.poll_recv(cx).map(|b| b.map(Ok::<_, Infallible>)));
     (
         StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
+        [(header::CONTENT_TYPE, content_type)],
         Body::from_stream(stream),
     )
         .into_response()
@@ -263,7 +324,8 @@ fn watch_list_errors(
 /// Why a watch loop ended early.
 enum Stop {
     ClientGone,
-    Expired(ApiError),
+    /// The history no longer reaches back far enough, or an event could not be encoded.
+    Failed(ApiError),
     Limit,
 }
 
@@ -312,14 +374,24 @@ async fn run(
         Start::Snapshot { end_bookmark } => {
             let (items, rv) = select(&shared, &filter.target, &filter.selection);
             for item in &items {
-                if out.send(filter.encode("ADDED", item)).await.is_err() {
+                let event = match filter.encode("ADDED", item) {
+                    Ok(event) => event,
+                    Err(error) => {
+                        let _sent = tx.send(filter.error_event(&error)).await;
+                        return;
+                    }
+                };
+                if out.send(event).await.is_err() {
                     return;
                 }
             }
             if end_bookmark {
                 let mut bookmark = bookmark(&filter.target, rv);
                 bookmark["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
-                if out.send(encode("BOOKMARK", &bookmark)).await.is_err() {
+                let Ok(event) = filter.plain("BOOKMARK", &bookmark) else {
+                    return;
+                };
+                if out.send(event).await.is_err() {
                     return;
                 }
             }
@@ -329,8 +401,8 @@ async fn run(
     loop {
         match drain(&shared, &filter, &mut last, &mut out).await {
             Ok(()) => {}
-            Err(Stop::Expired(error)) => {
-                let _sent = tx.send(expired_event(&error)).await;
+            Err(Stop::Failed(error)) => {
+                let _sent = tx.send(filter.error_event(&error)).await;
                 return;
             }
             Err(Stop::ClientGone | Stop::Limit) => return,
@@ -342,7 +414,10 @@ async fn run(
                     return;
                 }
                 let rv = shared.read(|c| c.store.resource_version()).max(last);
-                if out.send(encode("BOOKMARK", &bookmark(&filter.target, rv))).await.is_err() {
+                let Ok(event) = filter.plain("BOOKMARK", &bookmark(&filter.target, rv)) else {
+                    return;
+                };
+                if out.send(event).await.is_err() {
                     return;
                 }
                 last = rv;
@@ -376,12 +451,88 @@ async fn drain(
 ) -> Result<(), Stop> {
     let changes = shared
         .read(|c| c.store.history().since(*last))
-        .map_err(|e| Stop::Expired(ApiError::expired(e.requested, e.oldest)))?;
+        .map_err(|e| Stop::Failed(ApiError::expired(e.requested, e.oldest)))?;
     for change in changes {
         if let Some((kind, object)) = filter.event_for(&change) {
-            out.send(filter.encode(kind, object)).await?;
+            let event = filter
+                .encode_change(kind, &change, object)
+                .map_err(Stop::Failed)?;
+            out.send(event).await?;
         }
         *last = change.resource_version;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn filter(encoding: Encoding) -> Filter {
+        let mut target = super::super::parse_target("", "v1", "pods").unwrap();
+        target.encoding = encoding;
+        Filter {
+            target,
+            selection: Selection::default(),
+            table: None,
+        }
+    }
+
+    fn change(name: &str) -> Change {
+        Change {
+            resource_version: 7,
+            resource: crate::resources::find("", "v1", "pods").unwrap(),
+            kind: EventType::Added,
+            object: Arc::new(json!({"metadata": {"name": name, "namespace": "default"}})),
+            previous: None,
+            protobuf: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_change_is_encoded_to_protobuf_once_for_every_watcher() {
+        let watcher = filter(Encoding::Protobuf);
+        let first = change("web");
+        let event = watcher
+            .encode_change("ADDED", &first, &first.object)
+            .unwrap();
+        let kept = first
+            .protobuf
+            .get()
+            .expect("the first watcher keeps the bytes");
+        assert_eq!(
+            kept.as_ref(),
+            protobuf::encode_object("v1", "Pod", &first.object).unwrap()
+        );
+        assert_eq!(event.as_ref(), protobuf::watch_frame("ADDED", kept));
+
+        // A later watcher sends the kept bytes rather than encoding the object again.
+        let second = change("web");
+        let _set = second.protobuf.set(Bytes::from_static(b"k8s\0kept"));
+        let event = filter(Encoding::Protobuf)
+            .encode_change("MODIFIED", &second, &second.object)
+            .unwrap();
+        assert_eq!(
+            event.as_ref(),
+            protobuf::watch_frame("MODIFIED", b"k8s\0kept")
+        );
+
+        // JSON watchers leave the change alone.
+        let third = change("web");
+        let line = filter(Encoding::Json)
+            .encode_change("ADDED", &third, &third.object)
+            .unwrap();
+        assert!(line.ends_with(b"\n"));
+        assert!(third.protobuf.get().is_none());
+    }
+
+    #[test]
+    fn errors_in_a_protobuf_watch_are_status_frames() {
+        let frame = filter(Encoding::Protobuf).error_event(&ApiError::expired(1, 5));
+        let (event_type, status) = protobuf::decode_watch_event(&frame[4..]).unwrap();
+        assert_eq!(event_type, "ERROR");
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["code"], 410);
+        assert_eq!(status["reason"], "Expired");
+    }
 }

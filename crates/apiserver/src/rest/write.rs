@@ -8,7 +8,7 @@
 //! once (there is no kubelet to confirm its graceful termination).
 
 use super::read::{list_response, select, Selection};
-use super::{object_response, Params, Target};
+use super::{resource_response, Params, Target};
 use crate::admission::{
     check_namespace, has_finalizers, is_terminating, parse_body, prepare_create, prepare_update,
     PROTECTED_NAMESPACES,
@@ -147,9 +147,14 @@ impl DeleteOptions {
     fn from_request(params: &Params, body: &[u8]) -> Result<Self, ApiError> {
         let mut options = Self::default();
         if !body.iter().all(u8::is_ascii_whitespace) {
-            let value: Value = serde_json::from_slice(body).map_err(|e| {
-                ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}"))
-            })?;
+            // client-go sends its DeleteOptions as protobuf when it talks protobuf.
+            let value: Value = if crate::protobuf::payload(body).is_some() {
+                crate::protobuf::decode_delete_options(body)?
+            } else {
+                serde_json::from_slice(body).map_err(|e| {
+                    ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}"))
+                })?
+            };
             let pre = value.get("preconditions");
             let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
             options.uid = text(pre.and_then(|p| p.get("uid")));
@@ -359,7 +364,7 @@ pub(crate) fn create_request(
             Some(&writer),
         )
     })?;
-    Ok(object_response(StatusCode::CREATED, &created))
+    Ok(resource_response(target, StatusCode::CREATED, &created))
 }
 
 pub(crate) fn update_request(
@@ -387,7 +392,7 @@ pub(crate) fn update_request(
     } else {
         StatusCode::OK
     };
-    Ok(object_response(code, &object))
+    Ok(resource_response(target, code, &object))
 }
 
 pub(crate) fn delete_request(
@@ -407,7 +412,7 @@ pub(crate) fn delete_request(
     } else {
         StatusCode::ACCEPTED
     };
-    Ok(object_response(code, &object))
+    Ok(resource_response(target, code, &object))
 }
 
 pub(crate) fn delete_collection_request(
