@@ -90,6 +90,7 @@ pub(crate) fn message(
             match raw {
                 None | Some([]) => Ok(Value::Null),
                 Some(raw) if m.form == Form::RawExtension && super::payload(raw).is_some() => {
+                    let _nested = Nesting::enter()?;
                     super::decode_object_with(schema, raw)
                 }
                 Some(raw) => serde_json::from_slice(raw)
@@ -104,6 +105,38 @@ pub(crate) fn message(
                 _ => Value::Array(Vec::new()),
             })
         }
+    }
+}
+
+/// How many protobuf objects embedded in RawExtensions (a watch event's object, a List's
+/// items) may be nested in one another. The schema bounds every other recursion, but these
+/// could nest as deep as the input is long.
+const MAX_NESTED_OBJECTS: u32 = 16;
+
+thread_local! {
+    static NESTED_OBJECTS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of embedded objects, left when dropped.
+struct Nesting;
+
+impl Nesting {
+    fn enter() -> Result<Self, ProtobufError> {
+        NESTED_OBJECTS.with(|depth| {
+            if depth.get() >= MAX_NESTED_OBJECTS {
+                return Err(ProtobufError::new(format!(
+                    "objects are nested more than {MAX_NESTED_OBJECTS} deep"
+                )));
+            }
+            depth.set(depth.get() + 1);
+            Ok(Nesting)
+        })
+    }
+}
+
+impl Drop for Nesting {
+    fn drop(&mut self) {
+        NESTED_OBJECTS.with(|depth| depth.set(depth.get().saturating_sub(1)));
     }
 }
 

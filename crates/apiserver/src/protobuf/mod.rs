@@ -404,14 +404,15 @@ pub(crate) fn decode_delete_options(body: &[u8]) -> Result<Value, ApiError> {
     let bad = |why: String| {
         ApiError::bad_request(format!("the protobuf DeleteOptions body is invalid: {why}"))
     };
-    let object = decode_object(body).map_err(|e| bad(e.to_string()))?;
-    match object.get("kind").and_then(Value::as_str) {
-        Some("DeleteOptions") => Ok(object),
-        other => Err(bad(format!(
-            "it holds a {}",
-            other.unwrap_or("nameless object")
-        ))),
+    // The kind is checked before anything is decoded: only DeleteOptions is read here.
+    let envelope = open_envelope(body).map_err(|e| bad(e.to_string()))?;
+    if envelope.kind != "DeleteOptions" {
+        return Err(bad(format!("it holds a {:?}", envelope.kind)));
     }
+    let schema = &*SCHEMA;
+    let id = message_for(schema, &envelope.api_version, &envelope.kind)
+        .ok_or_else(|| bad(unknown_kind(&envelope.api_version, &envelope.kind).to_string()))?;
+    decode::message(schema, id, envelope.raw).map_err(|e| bad(e.to_string()))
 }
 
 #[cfg(test)]

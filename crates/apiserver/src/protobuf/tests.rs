@@ -325,3 +325,58 @@ fn int_or_string_and_quantities_encode_as_go_does() {
         json!({"requests": {"cpu": "1"}})
     );
 }
+
+#[test]
+fn embedded_objects_nest_only_so_deep() {
+    // A core v1 List whose one item is a List whose one item is a List...: each level is a
+    // RawExtension holding the next envelope.
+    let mut body = encode_object("v1", "List", &json!({"metadata": {}})).unwrap();
+    for _ in 0..40 {
+        let mut raw = Vec::new();
+        wire::put_nested::<ProtobufError>(&mut raw, 2, |out| {
+            wire::put_bytes(out, 1, &body);
+            Ok(())
+        })
+        .unwrap();
+        body = envelope("v1", "List", 0, |out| {
+            out.extend_from_slice(&raw);
+            Ok(())
+        })
+        .unwrap();
+    }
+    let err = decode_object(&body).unwrap_err();
+    assert!(err.message().contains("nested"), "{err}");
+    // Shallow nesting reads, and the count is back to zero afterwards.
+    let inner = encode_object("v1", "List", &json!({"metadata": {}})).unwrap();
+    let mut raw = Vec::new();
+    wire::put_nested::<ProtobufError>(&mut raw, 2, |out| {
+        wire::put_bytes(out, 1, &inner);
+        Ok(())
+    })
+    .unwrap();
+    let outer = envelope("v1", "List", 0, |out| {
+        out.extend_from_slice(&raw);
+        Ok(())
+    })
+    .unwrap();
+    let list = decode_object(&outer).unwrap();
+    assert_eq!(list["items"][0]["kind"], "List");
+}
+
+#[test]
+fn delete_options_bodies_are_read_only_as_delete_options() {
+    let options = encode_object(
+        "v1",
+        "DeleteOptions",
+        &json!({"gracePeriodSeconds": 0,
+        "preconditions": {"uid": "u"}, "propagationPolicy": "Orphan"}),
+    )
+    .unwrap();
+    assert_eq!(
+        decode_delete_options(&options).unwrap(),
+        json!({"gracePeriodSeconds": 0, "preconditions": {"uid": "u"},
+            "propagationPolicy": "Orphan"})
+    );
+    let pod = encode_object("v1", "Pod", &json!({"metadata": {"name": "p"}})).unwrap();
+    assert_eq!(decode_delete_options(&pod).unwrap_err().code(), 400);
+}
