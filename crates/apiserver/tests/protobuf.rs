@@ -4,6 +4,10 @@
 
 mod support;
 
+/// The transcoder against a real kube-apiserver's recorded answers.
+#[path = "protobuf/recordings.rs"]
+mod recordings;
+
 use apiserver::protobuf::{self, decode_object, decode_watch_stream, encode_object};
 use apiserver::{ApiServer, Config};
 use serde_json::{json, Value};

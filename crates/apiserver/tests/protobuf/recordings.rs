@@ -1,6 +1,6 @@
 //! The protobuf transcoder against what a real kube-apiserver v1.36.2 sent: the recordings
-//! in the shared folder (`../shared/protobuf` beside the repository, see its README.md) hold
-//! each list and watch response both as protobuf and as JSON.
+//! in `tests/protobuf/` (copied from the shared recordings, see its README.md) hold each list
+//! and watch response both as protobuf and as JSON.
 
 use apiserver::protobuf::{
     decode_message, decode_object, decode_watch_stream, encode_message, encode_object,
@@ -11,10 +11,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 fn recordings() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/protobuf");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/protobuf");
     assert!(
         dir.join("README.md").is_file(),
-        "the protobuf recordings are missing: expected the shared folder beside the repository, at {}",
+        "the protobuf recordings are missing: expected them at {}",
         dir.display()
     );
     dir
