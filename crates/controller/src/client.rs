@@ -46,6 +46,8 @@ pub struct ClientSettings {
     pub read_timeout: Duration,
     /// Longest wait to send a request.
     pub write_timeout: Duration,
+    /// `--kube-api-content-type`: protobuf (the default) or JSON.
+    pub encoding: crate::wire::Encoding,
 }
 
 impl Default for ClientSettings {
@@ -58,6 +60,7 @@ impl Default for ClientSettings {
             connect_timeout: Duration::from_secs(30),
             read_timeout: Duration::from_secs(300),
             write_timeout: Duration::from_secs(30),
+            encoding: crate::wire::Encoding::default(),
         }
     }
 }

@@ -15,6 +15,7 @@ use kube::Client;
 
 use crate::client::{load_config, metered_client_from_config, ClientError, ClientSettings};
 use crate::rest_metrics::RestClientMetrics;
+use crate::wire::Negotiated;
 
 /// The clients of one run: one per budget.
 #[derive(Clone)]
@@ -29,6 +30,9 @@ pub struct Clients {
     pub mirroring: Client,
     /// The Lease.
     pub leader_election: Client,
+    /// The encoding they speak (`--kube-api-content-type`), shared so that a server
+    /// refusing protobuf turns them all to JSON.
+    pub wire: Negotiated,
 }
 
 impl Clients {
@@ -38,10 +42,13 @@ impl Clients {
         metrics: &RestClientMetrics,
     ) -> Result<Self, ClientError> {
         let config = load_config(settings).await?;
-        Self::try_from_fn(|| metered_client_from_config(config.clone(), settings, metrics))
+        let mut clients =
+            Self::try_from_fn(|| metered_client_from_config(config.clone(), settings, metrics))?;
+        clients.wire = Negotiated::new(settings.encoding);
+        Ok(clients)
     }
 
-    /// Clients made by `make`, called once per budget.
+    /// Clients made by `make`, called once per budget, speaking protobuf.
     pub fn try_from_fn<E>(mut make: impl FnMut() -> Result<Client, E>) -> Result<Self, E> {
         Ok(Self {
             informers: make()?,
@@ -49,12 +56,13 @@ impl Clients {
             endpoint_slices: make()?,
             mirroring: make()?,
             leader_election: make()?,
+            wire: Negotiated::default(),
         })
     }
 }
 
 /// Every budget shares `client`: one bucket for everything, as tests and tools that do not
-/// care about budgets want.
+/// care about budgets want. They speak protobuf.
 impl From<Client> for Clients {
     fn from(client: Client) -> Self {
         Self {
@@ -63,6 +71,7 @@ impl From<Client> for Clients {
             endpoint_slices: client.clone(),
             mirroring: client.clone(),
             leader_election: client,
+            wire: Negotiated::default(),
         }
     }
 }

@@ -160,7 +160,7 @@ impl Informers {
     /// Informers over all namespaces. Objects are projected to the compact views of
     /// `reconcile::projection`; slices and Endpoints are kept in full, with their endpoints and
     /// addresses in a compact form (`StoredSlice`, `StoredEndpoints`).
-    pub fn new(client: &Client) -> Self {
+    pub fn new(client: &Client, wire: &crate::wire::Negotiated) -> Self {
         // The first state comes as a streaming list (a watch with `sendInitialEvents`, what
         // kube-apiserver calls WatchList, on by default since v1.34): served from the watch
         // cache, and decoded one object at a time instead of a page of 500 at once. A server
@@ -174,13 +174,16 @@ impl Informers {
             Api::<PartialPod>::all(client.clone()),
             cfg(),
             |p: PartialPod| PodInfo::from_partial(&p).map(Arc::new),
-        );
+        )
+        .with_wire(wire.clone());
         let services = Informer::new(Api::<Service>::all(client.clone()), cfg(), |s: Service| {
             ServiceInfo::from_service(&s).map(Arc::new)
-        });
+        })
+        .with_wire(wire.clone());
         let nodes = Informer::new(Api::<Node>::all(client.clone()), cfg(), |n: Node| {
             NodeInfo::from_node(&n).map(Arc::new)
-        });
+        })
+        .with_wire(wire.clone());
         let slices = Informer::new(Api::<EndpointSlice>::all(client.clone()), cfg(), {
             let tap = tap.clone();
             move |mut s: EndpointSlice| {
@@ -188,7 +191,8 @@ impl Informers {
                 s.metadata.managed_fields = None;
                 Some(Arc::new(StoredSlice::new(s)))
             }
-        });
+        })
+        .with_wire(wire.clone());
         let endpoints = Informer::new(Api::<Endpoints>::all(client.clone()), cfg(), {
             let tap = tap.clone();
             move |mut e: Endpoints| {
@@ -196,7 +200,8 @@ impl Informers {
                 e.metadata.managed_fields = None;
                 Some(Arc::new(StoredEndpoints::new(e)))
             }
-        });
+        })
+        .with_wire(wire.clone());
         let slice_store = slices.store();
         let stores = Stores {
             pods: pods.store(),

@@ -15,6 +15,7 @@ use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::time::Duration;
 
+use crate::wire::objects;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
@@ -190,6 +191,7 @@ impl Election {
 /// Runs the election for one Lease and the work of the leader.
 pub struct LeaderElector {
     api: Api<Lease>,
+    wire: crate::wire::Negotiated,
     settings: LeaderElectionSettings,
     election: Election,
     /// The Lease as last read or written, for its resourceVersion.
@@ -206,6 +208,7 @@ impl LeaderElector {
         let election = Election::new(identity, settings.lease_duration);
         Self {
             api,
+            wire: crate::wire::Negotiated::default(),
             settings,
             election,
             lease: None,
@@ -218,6 +221,13 @@ impl LeaderElector {
     /// once the Lease is lost.
     pub fn with_liveness(mut self, liveness: Liveness, margin: Duration) -> Self {
         self.liveness = Some((liveness, margin));
+        self
+    }
+
+    /// Reads and writes the Lease in the encoding `wire` negotiates (protobuf unless told).
+    #[must_use]
+    pub fn with_wire(mut self, wire: crate::wire::Negotiated) -> Self {
+        self.wire = wire;
         self
     }
 
@@ -312,7 +322,7 @@ impl LeaderElector {
     /// One round of the protocol; `true` when we hold the Lease afterwards.
     async fn try_acquire_or_renew(&mut self) -> bool {
         let name = self.settings.resource_name.clone();
-        let current = match self.api.get_opt(&name).await {
+        let current = match objects::get_opt(&self.api, &name, &self.wire).await {
             Ok(current) => current,
             Err(error) => {
                 warn!(lease = %name, %error, "cannot read leader lease");
@@ -336,16 +346,14 @@ impl LeaderElector {
                     },
                     spec: Some(spec),
                 };
-                self.api.create(&PostParams::default(), &lease).await
+                objects::create(&self.api, &lease, &PostParams::default(), &self.wire).await
             }
             Step::Update(spec) => {
                 let Some(mut lease) = current else {
                     return false;
                 };
                 lease.spec = Some(spec);
-                self.api
-                    .replace(&name, &PostParams::default(), &lease)
-                    .await
+                objects::replace(&self.api, &name, &lease, &PostParams::default(), &self.wire).await
             }
         };
         match written {
@@ -376,11 +384,7 @@ impl LeaderElector {
         };
         lease.spec = Some(spec);
         let name = self.settings.resource_name.clone();
-        match self
-            .api
-            .replace(&name, &PostParams::default(), &lease)
-            .await
-        {
+        match objects::replace(&self.api, &name, &lease, &PostParams::default(), &self.wire).await {
             Ok(_) => {
                 info!(lease = %name, "released leader lease");
                 if let Some((liveness, _)) = &self.liveness {

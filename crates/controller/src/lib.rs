@@ -57,6 +57,7 @@ pub mod slice_writer;
 pub mod stale_cache;
 pub mod state_lock;
 pub mod token_bucket;
+pub mod wire;
 pub mod worker;
 pub mod written;
 
@@ -114,7 +115,7 @@ pub async fn run(
     let background = CancellationToken::new();
     let mut tasks = tokio::task::JoinSet::new();
     let clients: Clients = clients.into();
-    let informers = Informers::new(&clients.informers);
+    let informers = Informers::new(&clients.informers, &clients.wire);
     let stores = informers.stores.clone();
     let settings = &options.settings;
 
@@ -137,6 +138,7 @@ pub async fn run(
         tasks.spawn(sender);
         let c = EndpointSliceController::new(
             client.clone(),
+            clients.wire.clone(),
             stores.clone(),
             registry,
             recorder,
@@ -162,6 +164,7 @@ pub async fn run(
         tasks.spawn(sender);
         let c = EndpointsController::new(
             client.clone(),
+            clients.wire.clone(),
             stores.clone(),
             registry,
             recorder,
@@ -193,6 +196,7 @@ pub async fn run(
         tasks.spawn(sender);
         let c = MirroringController::new(
             client.clone(),
+            clients.wire.clone(),
             stores.clone(),
             registry,
             recorder,

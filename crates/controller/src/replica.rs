@@ -68,7 +68,8 @@ impl Replica {
             options.settings.leader_election.clone(),
             identity,
         )
-        .with_liveness(liveness.clone(), health_margin);
+        .with_liveness(liveness.clone(), health_margin)
+        .with_wire(clients.wire.clone());
         elector
             .run(
                 |token| {

@@ -74,13 +74,14 @@ fn name(slice: &EndpointSlice) -> &str {
 /// slice already deleted counts as deleted by nobody.
 pub async fn write_in_order(
     api: &Api<EndpointSlice>,
+    wire: &crate::wire::Negotiated,
     key: &ServiceKey,
     writes: Writes<'_>,
     mut record: impl FnMut(Change<'_>),
 ) -> Outcome {
     let mut outcome = Outcome::default();
     for slice in writes.create {
-        match crate::written::create(api, slice).await {
+        match crate::written::create(api, slice, wire).await {
             Ok(created) => {
                 record(Change::Created(&created));
                 outcome.changed += 1;
@@ -93,7 +94,7 @@ pub async fn write_in_order(
         }
     }
     for slice in writes.update {
-        match crate::written::replace(api, name(slice), slice).await {
+        match crate::written::replace(api, name(slice), slice, wire).await {
             Ok(updated) => {
                 record(Change::Updated(&updated));
                 outcome.changed += 1;

@@ -3,40 +3,75 @@
 //! kube's `Api::create` and `Api::replace` decode the API server's answer as the whole object.
 //! A written slice comes back with every endpoint and its managedFields: tens of kilobytes
 //! decoded into hundreds of small allocations, for the trackers to read its uid, generation,
-//! labels and resourceVersion. These send the same requests (URL, body, field manager) through
-//! the same client, and decode the answer's metadata alone.
+//! labels and resourceVersion. These send the same requests (URL, field manager) through the
+//! same client, and decode the answer's metadata alone.
+//!
+//! The body goes out in the negotiated encoding: protobuf (as kube-controller-manager sends
+//! it) unless the run asked for JSON or the server refused protobuf, in which case the write
+//! is sent again in JSON and JSON is used from then on.
 
 use crate::field_manager::post_params;
+use crate::wire::kinds::meta::MetadataOnly;
+use crate::wire::kinds::WriteKind;
+use crate::wire::{envelope, is_protobuf, refuses_protobuf, status, Encoding, Negotiated};
+use http_body_util::BodyExt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
+use kube::client::Body;
 use kube::core::Request;
 use kube::{Error, Resource};
+use prost::Message;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// What a write needs of an object: both encodings, and an empty object to hold metadata.
+pub trait Writable: Resource + WriteKind + Serialize + Default + Clone {}
+impl<K: Resource + WriteKind + Serialize + Default + Clone> Writable for K {}
+
 /// Creates `object`; returns the created object's metadata in an otherwise empty `K`.
-pub async fn create<K>(api: &Api<K>, object: &K) -> kube::Result<K>
-where
-    K: Resource + Serialize + Default + Clone,
-{
-    let body = serde_json::to_vec(object).map_err(Error::SerdeError)?;
-    let request = Request::new(api.resource_url())
-        .create(&post_params(), body)
-        .map_err(Error::BuildRequest)?;
-    send(api, "create", request).await
+pub async fn create<K: Writable>(api: &Api<K>, object: &K, wire: &Negotiated) -> kube::Result<K> {
+    write(api, wire, "create", object, |body| {
+        Request::new(api.resource_url()).create(&post_params(), body)
+    })
+    .await
 }
 
 /// Replaces the object `name` with `object`; returns the written object's metadata in an
 /// otherwise empty `K`.
-pub async fn replace<K>(api: &Api<K>, name: &str, object: &K) -> kube::Result<K>
-where
-    K: Resource + Serialize + Default + Clone,
-{
+pub async fn replace<K: Writable>(
+    api: &Api<K>,
+    name: &str,
+    object: &K,
+    wire: &Negotiated,
+) -> kube::Result<K> {
+    write(api, wire, "replace", object, |body| {
+        Request::new(api.resource_url()).replace(name, &post_params(), body)
+    })
+    .await
+}
+
+/// Sends the write built by `request` in the negotiated encoding, falling back to JSON once
+/// if the server refuses protobuf.
+async fn write<K: Writable>(
+    api: &Api<K>,
+    wire: &Negotiated,
+    verb: &'static str,
+    object: &K,
+    request: impl Fn(Vec<u8>) -> Result<http::Request<Vec<u8>>, kube::core::request::Error>,
+) -> kube::Result<K> {
+    if wire.current() == Encoding::Protobuf {
+        let sent = send(api, verb, Encoding::Protobuf, request(object.to_body())).await;
+        match sent {
+            Err(error) if refuses_protobuf(&error) => {
+                if wire.refused() {
+                    tracing::warn!(%error, "the API server refuses protobuf; writing JSON from now on");
+                }
+            }
+            sent => return sent,
+        }
+    }
     let body = serde_json::to_vec(object).map_err(Error::SerdeError)?;
-    let request = Request::new(api.resource_url())
-        .replace(name, &post_params(), body)
-        .map_err(Error::BuildRequest)?;
-    send(api, "replace", request).await
+    send(api, verb, Encoding::Json, request(body)).await
 }
 
 /// Sends `request` through `api`'s client, tagged with its verb as kube's own methods tag
@@ -44,19 +79,55 @@ where
 async fn send<K>(
     api: &Api<K>,
     verb: &'static str,
-    mut request: http::Request<Vec<u8>>,
+    encoding: Encoding,
+    request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
 ) -> kube::Result<K>
 where
     K: Resource + Default + Clone,
 {
+    let mut request = request.map_err(Error::BuildRequest)?;
     request.extensions_mut().insert(verb);
-    let answer: Answer = api.clone().into_client().request(request).await?;
+    let headers = request.headers_mut();
+    if encoding == Encoding::Protobuf {
+        let media = http::HeaderValue::from_static(crate::wire::PROTOBUF);
+        headers.insert(http::header::CONTENT_TYPE, media);
+        let accept = http::HeaderValue::from_static(crate::wire::ACCEPT_PROTOBUF);
+        headers.insert(http::header::ACCEPT, accept);
+    }
+    let response = api
+        .clone()
+        .into_client()
+        .send(request.map(Body::from))
+        .await?;
+    let code = response.status();
+    let protobuf = is_protobuf(response.headers().get(http::header::CONTENT_TYPE));
+    let body = response.into_body().collect().await?.to_bytes();
+    if code.is_client_error() || code.is_server_error() {
+        let status = status::from_error_body(code.as_u16(), protobuf, body);
+        return Err(Error::Api(Box::new(status)));
+    }
+    let metadata: ObjectMeta = if protobuf {
+        let raw = envelope::open(body)
+            .map(|o| o.raw)
+            .map_err(|e| Error::Service(Box::new(e)))?;
+        MetadataOnly::decode(raw)
+            .map_err(|e| Error::Service(Box::new(e)))?
+            .metadata
+            .unwrap_or_default()
+            .into()
+    } else {
+        serde_json::from_slice::<Answer>(&body)
+            .map_err(Error::SerdeError)?
+            .metadata
+            .into()
+    };
     let mut written = K::default();
-    *written.meta_mut() = answer.metadata.into();
+    *written.meta_mut() = metadata;
     Ok(written)
 }
 
-/// The API server's answer to a write, as far as we read it: serde skips the rest unbuilt.
+/// The API server's JSON answer to a write, as far as we read it: serde skips the rest
+/// unbuilt.
 #[derive(Deserialize)]
 struct Answer {
     #[serde(default)]
@@ -116,11 +187,18 @@ mod tests {
     /// kube's own methods send (field manager included).
     #[tokio::test]
     async fn writes_read_back_the_stored_metadata() {
+        for encoding in [Encoding::Protobuf, Encoding::Json] {
+            writes_read_back_the_stored_metadata_in(encoding).await;
+        }
+    }
+
+    async fn writes_read_back_the_stored_metadata_in(encoding: Encoding) {
+        let wire = Negotiated::new(encoding);
         let server = ApiServer::new(Config::default());
         let api: Api<EndpointSlice> =
             Api::namespaced(Client::new(server.service(), "default"), "default");
 
-        let created = create(&api, &slice("10.0.0.1")).await.unwrap();
+        let created = create(&api, &slice("10.0.0.1"), &wire).await.unwrap();
         let stored = api.get("web-abc").await.unwrap();
         assert_eq!(created.metadata.uid, stored.metadata.uid);
         assert_eq!(created.metadata.generation, stored.metadata.generation);
@@ -138,7 +216,7 @@ mod tests {
 
         let mut next = slice("10.0.0.2");
         next.metadata.resource_version = stored.metadata.resource_version.clone();
-        let replaced = replace(&api, "web-abc", &next).await.unwrap();
+        let replaced = replace(&api, "web-abc", &next, &wire).await.unwrap();
         let stored = api.get("web-abc").await.unwrap();
         assert_eq!(stored.endpoints[0].addresses, vec!["10.0.0.2".to_string()]);
         assert_eq!(replaced.metadata.generation, stored.metadata.generation);
@@ -148,7 +226,8 @@ mod tests {
         );
 
         // A refused write is kube's error, as before.
-        let err = create(&api, &slice("10.0.0.3")).await.unwrap_err();
+        let err = create(&api, &slice("10.0.0.3"), &wire).await.unwrap_err();
         assert!(crate::api_errors::is_already_exists(&err), "{err:?}");
+        assert_eq!(wire.current(), encoding, "the server speaks both");
     }
 }

@@ -73,6 +73,7 @@ async fn a_controller_that_spent_its_budget_does_not_hold_back_another_controlle
         endpoint_slices: cluster.limited_client(STALLED_QPS, 1),
         mirroring: cluster.limited_client(STALLED_QPS, 1),
         leader_election: unlimited,
+        wire: controller::wire::Negotiated::default(),
     };
     let options = Options {
         endpoints: false,

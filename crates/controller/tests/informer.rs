@@ -14,6 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use kube::{Api, Client};
+use reconcile::projection::PartialPod;
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -25,7 +26,7 @@ struct PodView {
     resource_version: String,
 }
 
-fn project(pod: Pod) -> Option<Arc<PodView>> {
+fn project(pod: PartialPod) -> Option<Arc<PodView>> {
     Some(Arc::new(PodView {
         name: pod.metadata.name?,
         resource_version: pod.metadata.resource_version?,
@@ -84,7 +85,7 @@ async fn run(
     client: Client,
     config: watcher::Config,
 ) -> (Running, controller::informer::Store<PodView>) {
-    let informer = Informer::new(Api::<Pod>::all(client), config, project);
+    let informer = Informer::new(Api::<PartialPod>::all(client), config, project);
     let store = informer.store();
     let mut synced = informer.synced();
     let (tx, events) = mpsc::unbounded_channel();
@@ -240,5 +241,109 @@ async fn informer_reads_the_first_state_through_a_streaming_list_and_lists_where
             .count();
         // Served a streaming list, the informer never lists; refused, it lists once.
         assert_eq!(lists, usize::from(!watch_list), "watch_list {watch_list}");
+        // In protobuf, as kube-controller-manager asks.
+        let answered: Vec<_> = server
+            .request_log()
+            .iter()
+            .filter(|r| {
+                (r.verb == "list" || r.verb == "watch") && r.resource == "pods" && r.code == 200
+            })
+            .map(|r| r.content_type.clone().unwrap_or_default())
+            .collect();
+        assert!(!answered.is_empty());
+        assert!(
+            answered
+                .iter()
+                .all(|c| c.starts_with("application/vnd.kubernetes.protobuf")),
+            "{answered:?}"
+        );
     }
+}
+
+/// An API server that only speaks JSON: protobuf bodies are refused with 415, and every
+/// answer is JSON whatever the client accepts (as a server without protobuf, or a proxy that
+/// rewrites Accept, behaves).
+fn json_only(server: &ApiServer) -> Client {
+    let router = server.service();
+    let service = tower::service_fn(move |mut request: http::Request<kube::client::Body>| {
+        let router = router.clone();
+        async move {
+            let protobuf_body = request
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .is_some_and(|c| {
+                    c.as_bytes()
+                        .starts_with(b"application/vnd.kubernetes.protobuf")
+                });
+            if protobuf_body {
+                let status = json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                    "reason": "UnsupportedMediaType", "code": 415,
+                    "message": "the body of the request was in an unknown format"});
+                return Ok::<_, std::convert::Infallible>(
+                    http::Response::builder()
+                        .status(415)
+                        .header(http::header::CONTENT_TYPE, "application/json")
+                        .body(axum::body::Body::from(status.to_string()))
+                        .unwrap(),
+                );
+            }
+            request.headers_mut().insert(
+                http::header::ACCEPT,
+                http::HeaderValue::from_static("application/json"),
+            );
+            tower::ServiceExt::oneshot(router, request).await
+        }
+    });
+    Client::new(service, "default")
+}
+
+#[tokio::test]
+async fn a_server_that_speaks_only_json_is_watched_and_written_in_json() {
+    use controller::wire::{Encoding, Negotiated};
+    let server = ApiServer::new(Config::default());
+    let client = json_only(&server);
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    pods.create(&PostParams::default(), &pod("a", "web"))
+        .await
+        .unwrap();
+    let wire = Negotiated::new(Encoding::Protobuf);
+    let informer = Informer::new(
+        Api::<PartialPod>::all(client.clone()),
+        watcher::Config::default().any_semantic().streaming_lists(),
+        project,
+    )
+    .with_wire(wire.clone());
+    let mut synced = informer.synced();
+    let (tx, events) = mpsc::unbounded_channel();
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(informer.run(Recorder(tx), stop.clone().cancelled_owned()));
+    assert!(within("first list", synced.wait()).await);
+    let mut running = Running { events, stop, task };
+    assert_eq!(running.next().await, "add a");
+    assert_eq!(wire.current(), Encoding::Json, "turned to JSON for good");
+    pods.create(&PostParams::default(), &pod("b", "web"))
+        .await
+        .unwrap();
+    assert_eq!(running.next().await, "add b");
+    running.stop().await;
+
+    // A write in protobuf is refused (415) and sent again in JSON.
+    let wire = Negotiated::new(Encoding::Protobuf);
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::default_namespaced(client.clone());
+    let lease = k8s_openapi::api::coordination::v1::Lease {
+        metadata: kube::api::ObjectMeta {
+            name: Some("l".into()),
+            ..Default::default()
+        },
+        spec: Some(k8s_openapi::api::coordination::v1::LeaseSpec {
+            holder_identity: Some("me".into()),
+            ..Default::default()
+        }),
+    };
+    let created = controller::wire::objects::create(&leases, &lease, &PostParams::default(), &wire)
+        .await
+        .unwrap();
+    assert_eq!(created.spec.unwrap().holder_identity.as_deref(), Some("me"));
+    assert_eq!(wire.current(), Encoding::Json);
 }

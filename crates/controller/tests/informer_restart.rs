@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::PostParams;
 use kube::runtime::watcher;
 use kube::{Api, Client};
+use reconcile::projection::PartialPod;
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -85,9 +86,9 @@ async fn informer_relists_when_the_server_comes_back_with_fresh_state() {
     create_pods(&client, &["a", "b", "c", "d", "e", "f"]).await;
 
     let informer = Informer::new(
-        Api::<Pod>::namespaced(client.clone(), "default"),
+        Api::<PartialPod>::namespaced(client.clone(), "default"),
         watcher::Config::default(),
-        |pod: Pod| pod.metadata.name.map(Arc::new),
+        |pod: PartialPod| pod.metadata.name.map(Arc::new),
     );
     let store = informer.store();
     let (tx, mut events) = mpsc::unbounded_channel();

@@ -24,10 +24,11 @@ pub struct ControllerFlags {
     /// Client-side burst of requests to the API server.
     #[arg(long, default_value_t = 30)]
     pub kube_api_burst: u32,
-    /// Content type of requests to the API server. Only `application/json` is spoken
-    /// (kube-controller-manager defaults to protobuf, which kube-rs does not encode).
-    #[arg(long, default_value = JSON_CONTENT_TYPE, value_parser = parse_content_type)]
-    pub kube_api_content_type: String,
+    /// Content type of requests to the API server: `application/vnd.kubernetes.protobuf`
+    /// (as kube-controller-manager, and cheaper for the API server to encode and for us to
+    /// decode) or `application/json`. With protobuf, a server that refuses it gets JSON.
+    #[arg(long, default_value = controller::wire::PROTOBUF, value_parser = parse_content_type)]
+    pub kube_api_content_type: controller::wire::Encoding,
     /// Address for /metrics, /healthz, /livez and /readyz, on both ports.
     #[arg(long, default_value = "0.0.0.0")]
     pub bind_address: IpAddr,
@@ -45,19 +46,8 @@ pub struct ControllerFlags {
     pub feature_gates: Vec<(String, bool)>,
 }
 
-/// The only content type the client speaks.
-pub const JSON_CONTENT_TYPE: &str = "application/json";
-
-fn parse_content_type(s: &str) -> Result<String, String> {
-    match s {
-        JSON_CONTENT_TYPE => Ok(s.to_owned()),
-        "application/vnd.kubernetes.protobuf" => {
-            Err("protobuf is not supported by kube-endpoints' client; use application/json".into())
-        }
-        other => Err(format!(
-            "unknown content type {other:?}; use application/json"
-        )),
-    }
+fn parse_content_type(s: &str) -> Result<controller::wire::Encoding, String> {
+    controller::wire::Encoding::from_content_type(s)
 }
 
 fn parse_feature_gate(s: &str) -> Result<(String, bool), String> {
@@ -213,6 +203,7 @@ impl ControllerFlags {
         s.client.kubeconfig = kubeconfig;
         s.client.qps = self.kube_api_qps;
         s.client.burst = self.kube_api_burst;
+        s.client.encoding = self.kube_api_content_type;
         s.serving.bind_address = self.bind_address;
         // Upstream's --port 0 meant "no plain HTTP"; so does ours.
         s.serving.port = self.port.filter(|port| *port != 0);

@@ -367,8 +367,8 @@ mod tests {
                 "missing unit",
             ),
             (
-                &["--kube-api-content-type=application/vnd.kubernetes.protobuf"],
-                "protobuf is not supported",
+                &["--kube-api-content-type=application/yaml"],
+                "unknown content type",
             ),
             (
                 &["--leader-elect-resource-lock=endpointsleases"],

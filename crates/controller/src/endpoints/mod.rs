@@ -29,6 +29,7 @@ pub(crate) struct EndpointsState {
 /// The Endpoints controller.
 pub struct EndpointsController {
     client: Client,
+    wire: crate::wire::Negotiated,
     workers: ServiceWorkers,
     state: StateLock<EndpointsState>,
     events: EventRecorder,
@@ -39,6 +40,7 @@ impl EndpointsController {
     /// A controller reading `stores` and writing through `client`.
     pub fn new(
         client: Client,
+        wire: crate::wire::Negotiated,
         stores: Stores,
         registry: &prometheus::Registry,
         events: EventRecorder,
@@ -55,6 +57,7 @@ impl EndpointsController {
         registry.register(Box::new(syncs.clone()))?;
         Ok(Arc::new(Self {
             client,
+            wire,
             workers: ServiceWorkers::new(
                 stores,
                 QueueConfig::endpoints(),

@@ -61,7 +61,7 @@ impl EndpointsController {
         key: &ServiceKey,
         object: &Endpoints,
     ) -> Result<(), SyncError> {
-        match crate::written::create(&self.api(key), object).await {
+        match crate::written::create(&self.api(key), object, &self.wire).await {
             Ok(_) => Ok(()),
             // Creates keep failing while the namespace terminates: drop the work quietly.
             Err(e) if is_namespace_terminating(&e) => Ok(()),
@@ -92,7 +92,7 @@ impl EndpointsController {
         object: &Endpoints,
     ) -> Result<Replaced, SyncError> {
         let sent_rv = object.metadata.resource_version.clone().unwrap_or_default();
-        let result = crate::written::replace(&self.api(key), &key.name, object).await;
+        let result = crate::written::replace(&self.api(key), &key.name, object, &self.wire).await;
         {
             let mut state = self.state.lock();
             match &result {

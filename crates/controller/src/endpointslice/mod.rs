@@ -33,6 +33,7 @@ pub(crate) struct SliceState {
 /// The EndpointSlice controller.
 pub struct EndpointSliceController {
     client: Client,
+    wire: crate::wire::Negotiated,
     workers: ServiceWorkers,
     topology_queue: WorkQueue<TopologyKey>,
     state: StateLock<SliceState>,
@@ -55,8 +56,13 @@ impl std::fmt::Display for TopologyKey {
 
 impl EndpointSliceController {
     /// A controller reading `stores` and writing through `client`.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the controller's parts, passed once by `run`"
+    )]
     pub fn new(
         client: Client,
+        wire: crate::wire::Negotiated,
         stores: Stores,
         registry: &prometheus::Registry,
         events: EventRecorder,
@@ -67,6 +73,7 @@ impl EndpointSliceController {
         let metrics = EndpointSliceMetrics::register(registry)?;
         Ok(Arc::new(Self {
             client,
+            wire,
             workers: ServiceWorkers::new(
                 stores,
                 QueueConfig::endpoint_slice(),

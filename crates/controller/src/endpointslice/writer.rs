@@ -44,8 +44,10 @@ impl EndpointSliceController {
                 update: &batch.update,
                 delete: &batch.delete,
             };
-            let outcome =
-                slice_writer::write_in_order(&api, key, writes, |change| self.record(change)).await;
+            let outcome = slice_writer::write_in_order(&api, &self.wire, key, writes, |change| {
+                self.record(change)
+            })
+            .await;
             written.changed += outcome.changed;
             written.errors.extend(outcome.error);
         }

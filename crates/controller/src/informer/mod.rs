@@ -18,11 +18,12 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{Stream, StreamExt};
 use kube::runtime::watcher::InitialListStrategy;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
+use std::pin::Pin;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
@@ -30,6 +31,7 @@ pub use relist::{Applier, Change};
 pub use store::{Index, IndexFn, ObjectKey, Store};
 pub use watch_health::WatchHealth;
 
+use crate::wire::{Encoding, Negotiated, WireKind};
 use resource_versions::{NewestSeen, Order};
 
 /// Receives an informer's changes. Calls come from the informer's task one at a time, after
@@ -96,6 +98,7 @@ pub type Projection<K, P> = dyn Fn(K) -> Option<Arc<P>> + Send + Sync;
 /// An informer for objects of kind `K`, stored as projections `P`.
 pub struct Informer<K, P> {
     api: Api<K>,
+    wire: Negotiated,
     config: watcher::Config,
     project: Box<Projection<K, P>>,
     store: Store<P>,
@@ -105,13 +108,13 @@ pub struct Informer<K, P> {
 
 impl<K, P> Informer<K, P>
 where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-    K::DynamicType: Default,
+    K: WireKind + Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
     P: PartialEq + Send + Sync + 'static,
 {
     /// An informer watching `api` with `config` (label selectors and the like; the default
     /// config lists with plain paged lists, which any API server supports) and keeping
-    /// `project`'s output. Nothing happens until [`run`](Self::run).
+    /// `project`'s output. It speaks protobuf; see [`with_wire`](Self::with_wire). Nothing
+    /// happens until [`run`](Self::run).
     pub fn new(
         api: Api<K>,
         config: watcher::Config,
@@ -119,12 +122,20 @@ where
     ) -> Self {
         Self {
             api,
+            wire: Negotiated::default(),
             config,
             project: Box::new(project),
             store: Store::new(),
             synced: watch::Sender::new(false),
             health: None,
         }
+    }
+
+    /// Speaks the encoding `wire` negotiates, and tells it when the server refuses protobuf.
+    #[must_use]
+    pub fn with_wire(mut self, wire: Negotiated) -> Self {
+        self.wire = wire;
+        self
     }
 
     /// Reports watch failures and recoveries to `health` (a counter, and `/readyz`).
@@ -152,16 +163,29 @@ where
     /// server has not reached the resourceVersion the watch resumes from starts over with a
     /// fresh list (see [`needs_relist`]).
     pub async fn run(self, handler: impl Handler<P>, shutdown: impl Future<Output = ()>) {
-        let kind = K::kind(&K::DynamicType::default()).into_owned();
+        let kind = K::kind(&()).into_owned();
         let mut config = self.config.clone();
-        let start = |config: &watcher::Config| {
-            Box::pin(watcher(self.api.clone(), config.clone()).default_backoff())
+        // kube's watcher for JSON, ours for protobuf: the same events and errors.
+        let start = |config: &watcher::Config| -> Pin<Box<dyn Stream<Item = _> + Send>> {
+            match self.wire.current() {
+                Encoding::Json => {
+                    Box::pin(watcher(self.api.clone(), config.clone()).default_backoff())
+                }
+                Encoding::Protobuf => Box::pin(
+                    crate::wire::watcher::watcher::<K>(
+                        self.api.clone().into_client(),
+                        config.clone(),
+                    )
+                    .default_backoff(),
+                ),
+            }
         };
         let mut events = start(&config);
         let mut shutdown = std::pin::pin!(shutdown);
         let mut applier = Applier::new(self.store.clone());
         let mut newest = NewestSeen::default();
         let mut contact_backoff = ContactBackoff::default();
+        let received = self.health.as_ref().map(|h| h.events_of(&kind));
         loop {
             let event = tokio::select! {
                 biased;
@@ -190,6 +214,15 @@ where
                         events = start(&config);
                         continue;
                     }
+                    if let (
+                        Some(received),
+                        watcher::Event::Apply(_)
+                        | watcher::Event::Delete(_)
+                        | watcher::Event::InitApply(_),
+                    ) = (&received, &event)
+                    {
+                        received.inc();
+                    }
                     let Some(change) = project_event(event, &*self.project, &kind) else {
                         continue;
                     };
@@ -206,6 +239,12 @@ where
                     warn!(kind, %error, "the server has not reached the last resourceVersion seen (restarted with fresh state?); re-listing");
                     // A new watcher starts with a list; the applier diffs it against the store
                     // and reports what vanished as deletes.
+                    events = start(&config);
+                }
+                Some(Err(error)) if protobuf_refused(&error) => {
+                    if self.wire.refused() {
+                        warn!(kind, %error, "the API server does not speak protobuf; using JSON");
+                    }
                     events = start(&config);
                 }
                 Some(Err(error))
@@ -268,6 +307,16 @@ fn needs_relist(error: &watcher::Error) -> bool {
             .iter()
             .any(|c| c.reason == "ResourceVersionTooLarge")
     })
+}
+
+/// Whether the server will not answer in protobuf (406) or read it (415).
+fn protobuf_refused(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::WatchStartFailed(e) | watcher::Error::InitialListFailed(e) => {
+            crate::wire::refuses_protobuf(e)
+        }
+        _ => false,
+    }
 }
 
 /// Whether the server refused a watch's streaming-list options: kube-apiserver without the

@@ -1,5 +1,5 @@
-//! How the informers' watches are doing: a counter of failures per kind, and `/readyz` held
-//! down while a watch keeps failing (see [`Readiness::watch_failed`]).
+//! How the informers' watches are doing: counters of events and failures per kind, and
+//! `/readyz` held down while a watch keeps failing (see [`Readiness::watch_failed`]).
 
 use prometheus::{IntCounterVec, Opts, Registry};
 
@@ -9,14 +9,22 @@ use crate::health::Readiness;
 #[derive(Debug, Clone)]
 pub struct WatchHealth {
     readiness: Readiness,
+    events: IntCounterVec,
     failures: IntCounterVec,
     restarts: IntCounterVec,
 }
 
 impl WatchHealth {
-    /// Registers `informer_watch_failures_total{kind}` and
-    /// `informer_relists_after_resource_version_reset_total{kind}` on `registry`.
+    /// Registers `informer_watch_events_total{kind}`, `informer_watch_failures_total{kind}`
+    /// and `informer_relists_after_resource_version_reset_total{kind}` on `registry`.
     pub fn register(registry: &Registry, readiness: Readiness) -> prometheus::Result<Self> {
+        let events = IntCounterVec::new(
+            Opts::new(
+                "informer_watch_events_total",
+                "Objects the informers received, listed or watched (added, changed or deleted), by kind.",
+            ),
+            &["kind"],
+        )?;
         let failures = IntCounterVec::new(
             Opts::new(
                 "informer_watch_failures_total",
@@ -31,13 +39,20 @@ impl WatchHealth {
             ),
             &["kind"],
         )?;
+        registry.register(Box::new(events.clone()))?;
         registry.register(Box::new(failures.clone()))?;
         registry.register(Box::new(restarts.clone()))?;
         Ok(Self {
             readiness,
+            events,
             failures,
             restarts,
         })
+    }
+
+    /// The counter of `kind`'s object events, to count without a label lookup each time.
+    pub(crate) fn events_of(&self, kind: &str) -> prometheus::IntCounter {
+        self.events.with_label_values(&[kind])
     }
 
     pub(crate) fn failed(&self, kind: &str) {

@@ -152,6 +152,9 @@ impl FakeLeases {
             return status(StatusCode::INTERNAL_SERVER_ERROR, "InternalError");
         }
         let method = request.method().clone();
+        // The elector writes protobuf unless told otherwise; the fake answers JSON, which a
+        // client asking for protobuf first also accepts.
+        let protobuf = crate::wire::is_protobuf(request.headers().get("content-type"));
         let body = request.into_body().collect_bytes().await.unwrap();
         let mut stored = self.lease.lock().unwrap();
         match method {
@@ -160,7 +163,12 @@ impl FakeLeases {
                 None => status(StatusCode::NOT_FOUND, "NotFound"),
             },
             Method::POST | Method::PUT => {
-                let mut lease: Lease = serde_json::from_slice(&body).unwrap();
+                let mut lease: Lease = if protobuf {
+                    use crate::wire::WireKind;
+                    Lease::from_enveloped(crate::wire::envelope::open(body).unwrap()).unwrap()
+                } else {
+                    serde_json::from_slice(&body).unwrap()
+                };
                 let current_version = stored
                     .as_ref()
                     .and_then(|l| l.metadata.resource_version.clone());

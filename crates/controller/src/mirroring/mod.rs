@@ -34,6 +34,7 @@ pub(crate) struct MirroringState {
 /// The EndpointSlice mirroring controller.
 pub struct MirroringController {
     client: Client,
+    wire: crate::wire::Negotiated,
     workers: ServiceWorkers,
     state: StateLock<MirroringState>,
     metrics: MirroringMetrics,
@@ -47,6 +48,7 @@ impl MirroringController {
     /// syncs that slice events queue (`--mirroring-endpointslice-updates-batch-period`).
     pub fn new(
         client: Client,
+        wire: crate::wire::Negotiated,
         stores: Stores,
         registry: &prometheus::Registry,
         events: EventRecorder,
@@ -65,6 +67,7 @@ impl MirroringController {
         )?;
         Ok(Arc::new(Self {
             client,
+            wire,
             workers: ServiceWorkers::new(
                 stores,
                 QueueConfig::endpoint_slice_mirroring(),

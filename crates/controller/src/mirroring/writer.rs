@@ -29,8 +29,10 @@ impl MirroringController {
             delete: &plan.delete,
         };
         let outcome =
-            slice_writer::write_in_order(&self.api(key), key, writes, |change| self.record(change))
-                .await;
+            slice_writer::write_in_order(&self.api(key), &self.wire, key, writes, |change| {
+                self.record(change)
+            })
+            .await;
         outcome.error.map_or(Ok(()), Err)
     }
 

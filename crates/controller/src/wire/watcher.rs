@@ -1,0 +1,474 @@
+//! List and watch in protobuf, with the events and errors of kube's `watcher()`.
+//!
+//! kube's watcher decodes JSON only, so the informers' protobuf path has its own: the same
+//! states (a streaming list, or pages of a list, then a watch resumed from the last
+//! resourceVersion seen; back to the start on 410 Gone), the same [`watcher::Event`]s and
+//! [`watcher::Error`]s, so [`Informer::run`](crate::informer::Informer::run) treats both
+//! paths alike. Requests ask for `application/vnd.kubernetes.protobuf` and accept JSON; a
+//! server that answers JSON anyway, or refuses protobuf, produces a 406 error, on which the
+//! informer goes back to kube's JSON watcher.
+
+use super::envelope::{self, Frames, WireError};
+use super::kinds::meta::MetadataOnly;
+use super::kinds::WireKind;
+use super::{is_protobuf, list, status, ACCEPT_PROTOBUF, JSON, PROTOBUF};
+use bytes::Bytes;
+use futures::Stream;
+use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
+use http_body_util::BodyExt;
+use kube::api::{ListParams, VersionMatch, WatchParams};
+use kube::client::Body;
+use kube::core::{Request, Status};
+use kube::runtime::watcher::{self, Event, InitialListStrategy, ListSemantic};
+use kube::Client;
+use prost::Message;
+use std::collections::VecDeque;
+use std::time::Duration;
+use tracing::debug;
+
+/// The annotation of the bookmark that ends a streaming list's initial events.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+type Result<T, E = watcher::Error> = std::result::Result<T, E>;
+
+/// Lists and watches `K` in protobuf, as kube's `watcher(api, config)` does in JSON.
+pub fn watcher<K>(client: Client, config: watcher::Config) -> impl Stream<Item = Result<Event<K>>>
+where
+    K: WireKind + kube::Resource<DynamicType = ()> + Clone + Send + 'static,
+{
+    let context = Context { client, config };
+    futures::stream::unfold((context, State::Empty), |(context, mut state)| async move {
+        loop {
+            let (event, next) = step(&context, state).await;
+            state = next;
+            if let Some(event) = event {
+                return Some((event, (context, state)));
+            }
+        }
+    })
+}
+
+struct Context {
+    client: Client,
+    config: watcher::Config,
+}
+
+enum State<K> {
+    /// Nothing known: start with a list (or a streaming list).
+    Empty,
+    /// Paging through a list.
+    InitPage {
+        continue_token: Option<String>,
+        objects: VecDeque<K>,
+        resource_version: Option<String>,
+    },
+    /// A streaming list: a watch sending the current state first.
+    InitialWatch { events: WatchBody },
+    /// The list is applied: watch from its resourceVersion.
+    InitListed { resource_version: String },
+    /// Watching.
+    Watching {
+        resource_version: String,
+        events: WatchBody,
+    },
+}
+
+async fn step<K>(context: &Context, state: State<K>) -> (Option<Result<Event<K>>>, State<K>)
+where
+    K: WireKind + kube::Resource<DynamicType = ()> + Clone + Send + 'static,
+{
+    let config = &context.config;
+    match state {
+        State::Empty => match config.initial_list_strategy {
+            InitialListStrategy::ListWatch => (
+                Some(Ok(Event::Init)),
+                State::InitPage {
+                    continue_token: None,
+                    objects: VecDeque::new(),
+                    resource_version: None,
+                },
+            ),
+            InitialListStrategy::StreamingList => {
+                match open_watch::<K>(context, watch_params(config, true), "0").await {
+                    Ok(events) => (Some(Ok(Event::Init)), State::InitialWatch { events }),
+                    Err(error) => (
+                        Some(Err(watcher::Error::WatchStartFailed(error))),
+                        State::Empty,
+                    ),
+                }
+            }
+        },
+        State::InitPage {
+            continue_token,
+            mut objects,
+            resource_version,
+        } => {
+            if let Some(object) = objects.pop_front() {
+                let state = State::InitPage {
+                    continue_token,
+                    objects,
+                    resource_version,
+                };
+                return (Some(Ok(Event::InitApply(object))), state);
+            }
+            if let (None, Some(resource_version)) = (&continue_token, &resource_version) {
+                let resource_version = resource_version.clone();
+                return (
+                    Some(Ok(Event::InitDone)),
+                    State::InitListed { resource_version },
+                );
+            }
+            match list_page::<K>(context, continue_token).await {
+                Ok((meta, objects)) => {
+                    let resource_version = Some(meta.resource_version).filter(|r| !r.is_empty());
+                    if resource_version.is_none() && meta.continue_token.is_none() {
+                        return (Some(Err(watcher::Error::NoResourceVersion)), State::Empty);
+                    }
+                    let state = State::InitPage {
+                        continue_token: meta.continue_token,
+                        objects: objects.into(),
+                        resource_version,
+                    };
+                    (None, state)
+                }
+                Err(error) => (
+                    Some(Err(watcher::Error::InitialListFailed(error))),
+                    State::Empty,
+                ),
+            }
+        }
+        State::InitialWatch { mut events } => match events.next::<K>().await {
+            Some(Ok(Decoded::Object(kind, object))) if kind != "DELETED" => (
+                Some(Ok(Event::InitApply(object))),
+                State::InitialWatch { events },
+            ),
+            // A streaming list sends no deletes; nothing to apply.
+            Some(Ok(Decoded::Object(..))) => (None, State::InitialWatch { events }),
+            Some(Ok(Decoded::Bookmark {
+                resource_version,
+                ends_initial_events,
+            })) => {
+                if ends_initial_events {
+                    (
+                        Some(Ok(Event::InitDone)),
+                        State::Watching {
+                            resource_version,
+                            events,
+                        },
+                    )
+                } else {
+                    (None, State::InitialWatch { events })
+                }
+            }
+            Some(Ok(Decoded::Error(status))) => {
+                let next = if status.code == 410 {
+                    State::Empty
+                } else {
+                    State::InitialWatch { events }
+                };
+                (
+                    Some(Err(watcher::Error::WatchError(Box::new(status)))),
+                    next,
+                )
+            }
+            Some(Err(error)) => (
+                Some(Err(watcher::Error::WatchFailed(error))),
+                State::InitialWatch { events },
+            ),
+            None => (None, State::Empty),
+        },
+        State::InitListed { resource_version } => {
+            match open_watch::<K>(context, watch_params(config, false), &resource_version).await {
+                Ok(events) => (
+                    None,
+                    State::Watching {
+                        resource_version,
+                        events,
+                    },
+                ),
+                Err(error) => (
+                    Some(Err(watcher::Error::WatchStartFailed(error))),
+                    State::InitListed { resource_version },
+                ),
+            }
+        }
+        State::Watching {
+            resource_version,
+            mut events,
+        } => match events.next::<K>().await {
+            Some(Ok(Decoded::Object(kind, object))) => {
+                let seen = object.meta().resource_version.clone().unwrap_or_default();
+                if seen.is_empty() {
+                    return (Some(Err(watcher::Error::NoResourceVersion)), State::Empty);
+                }
+                let event = if kind == "DELETED" {
+                    Event::Delete(object)
+                } else {
+                    Event::Apply(object)
+                };
+                let state = State::Watching {
+                    resource_version: seen,
+                    events,
+                };
+                (Some(Ok(event)), state)
+            }
+            Some(Ok(Decoded::Bookmark {
+                resource_version, ..
+            })) => (
+                None,
+                State::Watching {
+                    resource_version,
+                    events,
+                },
+            ),
+            Some(Ok(Decoded::Error(status))) => {
+                let next = if status.code == 410 {
+                    State::Empty
+                } else {
+                    State::Watching {
+                        resource_version,
+                        events,
+                    }
+                };
+                (
+                    Some(Err(watcher::Error::WatchError(Box::new(status)))),
+                    next,
+                )
+            }
+            Some(Err(error)) => (
+                Some(Err(watcher::Error::WatchFailed(error))),
+                State::Watching {
+                    resource_version,
+                    events,
+                },
+            ),
+            None => (None, State::InitListed { resource_version }),
+        },
+    }
+}
+
+/// The watch request's parameters: kube's, with `sendInitialEvents` on the first watch of a
+/// streaming list.
+fn watch_params(config: &watcher::Config, initial: bool) -> WatchParams {
+    WatchParams {
+        label_selector: config.label_selector.clone(),
+        field_selector: config.field_selector.clone(),
+        timeout: config.timeout,
+        bookmarks: config.bookmarks,
+        send_initial_events: initial
+            && config.initial_list_strategy == InitialListStrategy::StreamingList,
+    }
+}
+
+/// One page of the list.
+async fn list_page<K>(
+    context: &Context,
+    continue_token: Option<String>,
+) -> Result<(list::ListMeta, Vec<K>), kube::Error>
+where
+    K: WireKind + kube::Resource<DynamicType = ()>,
+{
+    let config = &context.config;
+    let any = config.list_semantic == ListSemantic::Any;
+    let params = ListParams {
+        label_selector: config.label_selector.clone(),
+        field_selector: config.field_selector.clone(),
+        resource_version: any.then(|| "0".to_owned()),
+        version_match: any.then_some(VersionMatch::NotOlderThan),
+        limit: config.page_size,
+        continue_token,
+        ..ListParams::default()
+    };
+    let mut request = Request::new(K::url_path(&(), None))
+        .list(&params)
+        .map_err(kube::Error::BuildRequest)?;
+    request.extensions_mut().insert("list");
+    let response = send(&context.client, request).await?;
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| read_failed(&e))?
+        .to_bytes();
+    let mut objects = Vec::new();
+    let meta = envelope::open(body)
+        .and_then(|l| list::decode::<K>(l, |o| objects.push(o)))
+        .map_err(|e| undecodable(&e))?;
+    Ok((meta, objects))
+}
+
+/// Opens a watch from `resource_version`.
+async fn open_watch<K>(
+    context: &Context,
+    params: WatchParams,
+    resource_version: &str,
+) -> Result<WatchBody, kube::Error>
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    let mut request = Request::new(K::url_path(&(), None))
+        .watch(&params, resource_version)
+        .map_err(kube::Error::BuildRequest)?;
+    request.extensions_mut().insert("watch");
+    request
+        .headers_mut()
+        .insert(ACCEPT_ENCODING, http::HeaderValue::from_static("identity"));
+    let response = send(&context.client, request).await?;
+    let idle = Duration::from_secs(u64::from(context.config.timeout.unwrap_or(290))) + IDLE_MARGIN;
+    Ok(WatchBody {
+        body: response.into_body(),
+        frames: Frames::default(),
+        idle,
+    })
+}
+
+/// How long past the watch's own timeout a silent stream is given before it is dropped.
+const IDLE_MARGIN: Duration = Duration::from_secs(5);
+
+/// Sends `request` asking for protobuf; an unsuccessful answer becomes `Error::Api` with the
+/// Status it carries, and an answer in JSON a 406 (the server will not speak protobuf).
+async fn send(
+    client: &Client,
+    request: http::Request<Vec<u8>>,
+) -> Result<http::Response<Body>, kube::Error> {
+    let (mut parts, body) = request.into_parts();
+    parts
+        .headers
+        .insert(ACCEPT, http::HeaderValue::from_static(ACCEPT_PROTOBUF));
+    let response = client
+        .send(http::Request::from_parts(parts, Body::from(body)))
+        .await?;
+    let code = response.status();
+    let protobuf = is_protobuf(response.headers().get(CONTENT_TYPE));
+    if code.is_client_error() || code.is_server_error() {
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| read_failed(&e))?
+            .to_bytes();
+        let status = status::from_error_body(code.as_u16(), protobuf, body);
+        return Err(kube::Error::Api(Box::new(status)));
+    }
+    if !protobuf {
+        let status = Status::failure(
+            &format!("the API server answered in another encoding than {PROTOBUF}; using {JSON}"),
+            "NotAcceptable",
+        )
+        .with_code(406);
+        return Err(kube::Error::Api(Box::new(status)));
+    }
+    Ok(response)
+}
+
+fn read_failed(error: &kube::Error) -> kube::Error {
+    kube::Error::ReadEvents(std::io::Error::other(error.to_string()))
+}
+
+fn undecodable(error: &WireError) -> kube::Error {
+    kube::Error::ReadEvents(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        error.to_string(),
+    ))
+}
+
+/// A watch event, decoded.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one event at a time, its object moved straight out"
+)]
+enum Decoded<K> {
+    /// ADDED, MODIFIED or DELETED, and its object.
+    Object(String, K),
+    /// A BOOKMARK.
+    Bookmark {
+        resource_version: String,
+        ends_initial_events: bool,
+    },
+    /// An ERROR.
+    Error(Status),
+}
+
+/// An open watch's response body.
+struct WatchBody {
+    body: Body,
+    frames: Frames,
+    idle: Duration,
+}
+
+impl WatchBody {
+    /// The next event; `None` when the stream ended (the server's timeout, a closed
+    /// connection, or silence past the idle limit): the watch is then opened again.
+    async fn next<K: WireKind>(&mut self) -> Option<Result<Decoded<K>, kube::Error>> {
+        loop {
+            match self.frames.next_frame() {
+                Ok(Some(frame)) => return Some(decode_event(frame).map_err(|e| undecodable(&e))),
+                Ok(None) => {}
+                Err(error) => return Some(Err(undecodable(&error))),
+            }
+            let frame = match tokio::time::timeout(self.idle, self.body.frame()).await {
+                Ok(Some(Ok(frame))) => frame,
+                Ok(Some(Err(error))) => {
+                    // As kube's watcher: a stream cut short (EOF) ends, to be resumed from
+                    // the last resourceVersion; any other read error is reported.
+                    if cut_short(&error) {
+                        debug!(%error, "watch stream cut short");
+                        return None;
+                    }
+                    return Some(Err(kube::Error::ReadEvents(std::io::Error::other(error))));
+                }
+                Ok(None) => return None,
+                Err(_) => {
+                    debug!(idle = ?self.idle, "watch stream silent past its timeout; reconnecting");
+                    return None;
+                }
+            };
+            if let Ok(data) = frame.into_data() {
+                self.frames.push(&data);
+            }
+        }
+    }
+}
+
+/// Whether a body read error is the connection ending mid-stream: an `UnexpectedEof`
+/// somewhere in its chain, or hyper's "unexpected EOF during chunk", as kube classifies it.
+fn cut_short(error: &kube::Error) -> bool {
+    if error.to_string().contains("unexpected EOF during chunk") {
+        return true;
+    }
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    for _ in 0..16 {
+        let Some(e) = current else { return false };
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::UnexpectedEof)
+            || e.to_string().contains("unexpected EOF during chunk")
+        {
+            return true;
+        }
+        current = e.source();
+    }
+    false
+}
+
+fn decode_event<K: WireKind>(frame: Bytes) -> Result<Decoded<K>, WireError> {
+    let event = envelope::event(frame)?;
+    match event.kind.as_str() {
+        "ERROR" => {
+            let raw = event.object.expect_kind("Status")?;
+            Ok(Decoded::Error(status::from_raw(raw)?))
+        }
+        "BOOKMARK" => {
+            let meta = MetadataOnly::decode(event.object.raw)?
+                .metadata
+                .unwrap_or_default();
+            Ok(Decoded::Bookmark {
+                resource_version: meta.resource_version.unwrap_or_default(),
+                ends_initial_events: meta.annotations.contains_key(INITIAL_EVENTS_END),
+            })
+        }
+        _ => Ok(Decoded::Object(
+            event.kind,
+            K::from_enveloped(event.object)?,
+        )),
+    }
+}
