@@ -161,6 +161,53 @@ pub struct Report {
     /// `--scenario soak`: the controller's resident memory over the soak.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub soak: Option<Soak>,
+    /// What the controller received, and its CPU per pod change.
+    pub wire: Wire,
+}
+
+/// The controller's side of the wire over the measured phase.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Wire {
+    /// Bytes the controller process read (`rchar` of `/proc/PID/io`: its sockets, almost
+    /// all of it the API server's answers and watch streams).
+    pub bytes_read: Option<u64>,
+    /// Objects its informers received (`informer_watch_events_total`).
+    pub watch_events: Option<u64>,
+    /// `bytes_read / watch_events`.
+    pub bytes_per_watch_event: Option<f64>,
+    /// Controller CPU milliseconds per 1,000 pod changes the load generator made.
+    pub cpu_ms_per_1000_pod_changes: Option<f64>,
+}
+
+impl Wire {
+    /// The figures from the deltas of the phase.
+    pub fn new(
+        bytes_read: Option<u64>,
+        watch_events: Option<u64>,
+        cpu_seconds: Option<f64>,
+        pod_changes: u64,
+    ) -> Self {
+        Self {
+            bytes_read,
+            watch_events,
+            bytes_per_watch_event: bytes_read
+                .zip(watch_events.filter(|e| *e > 0))
+                .map(|(b, e)| (b as f64 / e as f64 * 10.0).round() / 10.0),
+            cpu_ms_per_1000_pod_changes: cpu_seconds
+                .filter(|_| pod_changes > 0)
+                .map(|c| (c * 1000.0 * 1000.0 / pod_changes as f64 * 10.0).round() / 10.0),
+        }
+    }
+}
+
+/// The sum of `informer_watch_events_total` on a `/metrics` page.
+pub fn scrape_watch_events(page: &str) -> Option<u64> {
+    let values: Vec<f64> = page
+        .lines()
+        .filter(|l| l.starts_with("informer_watch_events_total{"))
+        .filter_map(|l| l.rsplit_once(' ')?.1.trim().parse().ok())
+        .collect();
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() as u64)
 }
 
 /// The controller's resident memory over a soak.
@@ -306,6 +353,18 @@ impl Report {
                 res.memory_note
             ),
         ));
+        let wire = &self.wire;
+        rows.push((
+            "controller received".into(),
+            format!(
+                "{} bytes, {} watch events, {} bytes per event; {} cpu ms per 1000 pod changes",
+                wire.bytes_read.map_or("n/a".to_owned(), |b| b.to_string()),
+                wire.watch_events
+                    .map_or("n/a".to_owned(), |e| e.to_string()),
+                opt(wire.bytes_per_watch_event, ""),
+                opt(wire.cpu_ms_per_1000_pod_changes, ""),
+            ),
+        ));
         if let Some(soak) = &self.soak {
             rows.push((
                 "soak".into(),
@@ -376,6 +435,16 @@ pub mod proc {
     /// The kernel's USER_HZ, the unit of /proc CPU times; 100 on every Linux architecture
     /// we build for (reading it needs `sysconf`, which is unsafe to call).
     const TICKS_PER_SECOND: f64 = 100.0;
+
+    /// Bytes a process read through `read` and the like (`rchar` of `/proc/PID/io`).
+    pub fn bytes_read(pid: &str) -> Option<u64> {
+        let text = std::fs::read_to_string(Path::new("/proc").join(pid).join("io")).ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("rchar:"))?
+            .trim()
+            .parse()
+            .ok()
+    }
 
     /// user + system CPU seconds from a `stat` file (`/proc/PID/stat` or a task's).
     pub fn cpu_seconds(stat: &Path) -> Option<f64> {

@@ -244,6 +244,9 @@ struct Marks {
     process_cpu: Option<f64>,
     server_cpu: Option<f64>,
     pod_writes: u64,
+    /// The controller process's bytes read and its informers' events.
+    bytes_read: Option<u64>,
+    watch_events: Option<u64>,
     setup: Duration,
     /// `--scenario soak`: the controller's resident memory (seconds into the soak, bytes),
     /// and the flips made.
@@ -375,6 +378,8 @@ pub async fn run(options: Options) -> Result<Report> {
         process_cpu: target.get().and_then(proc::process_cpu),
         server_cpu: None,
         pod_writes: 0,
+        bytes_read: None,
+        watch_events: None,
         setup: Duration::ZERO,
         soak: None,
     };
@@ -442,6 +447,22 @@ pub async fn run(options: Options) -> Result<Report> {
         peak_rss.fetch_max(rss, Ordering::Relaxed);
     }
     let resources = resources(&options, &marks, &target, &peak_rss);
+    let pod_changes = progress.pod_writes.load(Ordering::Relaxed) - marks.pod_writes;
+    let wire = figures::Wire::new(
+        target
+            .get()
+            .and_then(proc::bytes_read)
+            .zip(marks.bytes_read)
+            .map(|(now, then)| now.saturating_sub(then)),
+        match &controller {
+            Some(c) => watch_events(c).await,
+            None => None,
+        }
+        .zip(marks.watch_events)
+        .map(|(now, then)| now.saturating_sub(then)),
+        resources.cpu_seconds,
+        pod_changes,
+    );
     let api_server_cpu = ServerCpu {
         cpu_seconds: cpu_delta(server_cpu(server.as_ref(), &client).await, marks.server_cpu),
         note: match server {
@@ -483,7 +504,7 @@ pub async fn run(options: Options) -> Result<Report> {
                 .filter(|_| t.converged())
                 .map(|c| figures::seconds(c.saturating_duration_since(marks.start))),
             converged_services: t.converged_services(),
-            pod_writes: progress.pod_writes.load(Ordering::Relaxed) - marks.pod_writes,
+            pod_writes: pod_changes,
             slice_latency: latency(
                 &t.slice_latency.samples,
                 t.slice_latency.changes,
@@ -511,6 +532,7 @@ pub async fn run(options: Options) -> Result<Report> {
                 .soak
                 .clone()
                 .map(|(samples, flips)| figures::Soak::new(flips, samples, options.soak.duration)),
+            wire,
         }
     };
 
@@ -590,6 +612,17 @@ fn spawn_progress(
             }
         }
     })
+}
+
+/// The events a controller process's informers received so far, from its `/metrics`.
+async fn watch_events(controller: &Started) -> Option<u64> {
+    let Started::Process(c) = controller else {
+        return None;
+    };
+    let (_, page) = measured::http_get(&format!("{}/metrics", c.base_url))
+        .await
+        .ok()?;
+    figures::scrape_watch_events(&page)
 }
 
 /// The controller's requests during the run: from the embedded server's counters less the
@@ -736,6 +769,14 @@ async fn drive(
             .or(cold.then_some(0.0)),
         server_cpu: server_cpu(server, client).await,
         pod_writes: load.pod_writes(),
+        bytes_read: target
+            .get()
+            .and_then(proc::bytes_read)
+            .or(cold.then_some(0)),
+        watch_events: match controller {
+            Some(c) => watch_events(c).await,
+            None => cold.then_some(0),
+        },
         setup: started.elapsed(),
         soak: None,
     };
