@@ -641,10 +641,12 @@ impl LiveServer {
     /// `--kube-api-qps`/`--kube-api-burst` budget kube-controller-manager gives it. A burst
     /// of changes is then throttled as upstream's recorder saw it throttled.
     fn controller_clients(&self, options: &controller::Options) -> Result<controller::Clients> {
-        controller::Clients::try_from_fn(|| {
+        let mut clients = controller::Clients::try_from_fn(|| {
             controller::client::client_from_config(self.config.clone(), &options.settings.client)
         })
-        .context("building the controllers' clients")
+        .context("building the controllers' clients")?;
+        clients.wire = controller::wire::Negotiated::new(options.settings.client.encoding);
+        Ok(clients)
     }
 }
 
@@ -670,15 +672,26 @@ fn live_options(case: &Case) -> Result<controller::Options> {
 /// case's flags and kube-controller-manager's default worker counts, until the cluster is
 /// quiet; what they wrote is read back through the API.
 pub async fn run_live(case: &Case) -> Result<Written> {
+    run_live_in(case, controller::wire::Encoding::default()).await
+}
+
+/// [`run_live`], the controllers speaking `encoding` (`--kube-api-content-type`).
+pub async fn run_live_in(case: &Case, encoding: controller::wire::Encoding) -> Result<Written> {
     let server = LiveServer::start(case, apiserver::Config::default()).await?;
-    let options = live_options(case)?;
-    run_until_settled(
-        server.handle.server(),
-        server.controller_clients(&options)?,
-        &options,
-    )
-    .await
-    .with_context(|| format!("case {}", case.name))?;
+    let mut options = live_options(case)?;
+    options.settings.client.encoding = encoding;
+    let clients = server.controller_clients(&options)?;
+    let wire = clients.wire.clone();
+    run_until_settled(server.handle.server(), clients, &options)
+        .await
+        .with_context(|| format!("case {}", case.name))?;
+    // The server speaks both encodings: a fall back to JSON would be a bug on one side.
+    anyhow::ensure!(
+        wire.current() == encoding,
+        "case {}: the controllers were to speak {encoding:?} but ended in {:?}",
+        case.name,
+        wire.current()
+    );
     let written = read_written(&server.client).await?;
     server
         .handle

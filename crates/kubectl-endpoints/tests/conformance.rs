@@ -3,6 +3,7 @@
 //! kube-controller-manager wrote. Dynamic cases (with `steps.yaml`) run live only, and their
 //! writes during the steps are compared too.
 
+use controller::wire::Encoding;
 use kubectl_endpoints::conformance::{
     compare, compare_by, find_cases, load_case, run_dynamic, run_offline, upstream_written, Rules,
 };
@@ -69,7 +70,17 @@ async fn the_comparison_notices_a_wrong_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_controllers_match_upstream_on_every_recorded_case() {
-    use kubectl_endpoints::conformance::run_live;
+    live_controllers_match_upstream_in(Encoding::Protobuf).await;
+}
+
+/// The same pass with `--kube-api-content-type=application/json`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_controllers_speaking_json_match_upstream_on_every_recorded_case() {
+    live_controllers_match_upstream_in(Encoding::Json).await;
+}
+
+async fn live_controllers_match_upstream_in(encoding: Encoding) {
+    use kubectl_endpoints::conformance::run_live_in;
     let mut failures = Vec::new();
     for dir in find_cases(&corpus()).expect("corpus present") {
         let case = load_case(&dir).expect("case loads");
@@ -77,7 +88,7 @@ async fn live_controllers_match_upstream_on_every_recorded_case() {
             continue;
         }
         let upstream = upstream_written(case.upstream.as_ref().expect("recorded case"));
-        match run_live(&case).await {
+        match run_live_in(&case, encoding).await {
             Ok(written) => {
                 let diffs = compare(&written, &upstream);
                 if !diffs.is_empty() {
@@ -98,7 +109,7 @@ async fn live_controllers_match_upstream_on_every_recorded_case() {
     }
     assert!(
         failures.is_empty(),
-        "live controllers differ from upstream:\n{}",
+        "live controllers ({encoding:?}) differ from upstream:\n{}",
         failures.join("\n")
     );
 }
