@@ -168,8 +168,8 @@ pub struct Report {
 /// The controller's side of the wire over the measured phase.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Wire {
-    /// Bytes the controller process read (`rchar` of `/proc/PID/io`: its sockets, almost
-    /// all of it the API server's answers and watch streams).
+    /// Bytes of list and watch responses the controller's informers received
+    /// (`informer_received_bytes_total`).
     pub bytes_read: Option<u64>,
     /// Objects its informers received (`informer_watch_events_total`).
     pub watch_events: Option<u64>,
@@ -200,11 +200,12 @@ impl Wire {
     }
 }
 
-/// The sum of `informer_watch_events_total` on a `/metrics` page.
-pub fn scrape_watch_events(page: &str) -> Option<u64> {
+/// The sum of a counter's series (e.g. `informer_watch_events_total`) on a `/metrics` page.
+pub fn scrape_sum(page: &str, metric: &str) -> Option<u64> {
+    let prefix = format!("{metric}{{");
     let values: Vec<f64> = page
         .lines()
-        .filter(|l| l.starts_with("informer_watch_events_total{"))
+        .filter(|l| l.starts_with(&prefix))
         .filter_map(|l| l.rsplit_once(' ')?.1.trim().parse().ok())
         .collect();
     (!values.is_empty()).then(|| values.iter().sum::<f64>() as u64)
@@ -357,7 +358,7 @@ impl Report {
         rows.push((
             "controller received".into(),
             format!(
-                "{} bytes, {} watch events, {} bytes per event; {} cpu ms per 1000 pod changes",
+                "{} bytes in {} watch events, {} bytes per event; {} cpu ms per 1000 pod changes",
                 wire.bytes_read.map_or("n/a".to_owned(), |b| b.to_string()),
                 wire.watch_events
                     .map_or("n/a".to_owned(), |e| e.to_string()),
@@ -435,16 +436,6 @@ pub mod proc {
     /// The kernel's USER_HZ, the unit of /proc CPU times; 100 on every Linux architecture
     /// we build for (reading it needs `sysconf`, which is unsafe to call).
     const TICKS_PER_SECOND: f64 = 100.0;
-
-    /// Bytes a process read through `read` and the like (`rchar` of `/proc/PID/io`).
-    pub fn bytes_read(pid: &str) -> Option<u64> {
-        let text = std::fs::read_to_string(Path::new("/proc").join(pid).join("io")).ok()?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("rchar:"))?
-            .trim()
-            .parse()
-            .ok()
-    }
 
     /// user + system CPU seconds from a `stat` file (`/proc/PID/stat` or a task's).
     pub fn cpu_seconds(stat: &Path) -> Option<f64> {

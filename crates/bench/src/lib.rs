@@ -244,7 +244,7 @@ struct Marks {
     process_cpu: Option<f64>,
     server_cpu: Option<f64>,
     pod_writes: u64,
-    /// The controller process's bytes read and its informers' events.
+    /// The controller's informers' bytes received and events, from its `/metrics`.
     bytes_read: Option<u64>,
     watch_events: Option<u64>,
     setup: Duration,
@@ -448,18 +448,19 @@ pub async fn run(options: Options) -> Result<Report> {
     }
     let resources = resources(&options, &marks, &target, &peak_rss);
     let pod_changes = progress.pod_writes.load(Ordering::Relaxed) - marks.pod_writes;
+    let since = |now: Option<u64>, then: Option<u64>| {
+        now.zip(then).map(|(now, then)| now.saturating_sub(then))
+    };
+    let (bytes_now, events_now) = match &controller {
+        Some(c) => (
+            scrape(c, "informer_received_bytes_total").await,
+            scrape(c, "informer_watch_events_total").await,
+        ),
+        None => (None, None),
+    };
     let wire = figures::Wire::new(
-        target
-            .get()
-            .and_then(proc::bytes_read)
-            .zip(marks.bytes_read)
-            .map(|(now, then)| now.saturating_sub(then)),
-        match &controller {
-            Some(c) => watch_events(c).await,
-            None => None,
-        }
-        .zip(marks.watch_events)
-        .map(|(now, then)| now.saturating_sub(then)),
+        since(bytes_now, marks.bytes_read),
+        since(events_now, marks.watch_events),
         resources.cpu_seconds,
         pod_changes,
     );
@@ -614,15 +615,15 @@ fn spawn_progress(
     })
 }
 
-/// The events a controller process's informers received so far, from its `/metrics`.
-async fn watch_events(controller: &Started) -> Option<u64> {
+/// A counter of a controller process's `/metrics`, summed over its series.
+async fn scrape(controller: &Started, metric: &str) -> Option<u64> {
     let Started::Process(c) = controller else {
         return None;
     };
     let (_, page) = measured::http_get(&format!("{}/metrics", c.base_url))
         .await
         .ok()?;
-    figures::scrape_watch_events(&page)
+    figures::scrape_sum(&page, metric)
 }
 
 /// The controller's requests during the run: from the embedded server's counters less the
@@ -769,12 +770,12 @@ async fn drive(
             .or(cold.then_some(0.0)),
         server_cpu: server_cpu(server, client).await,
         pod_writes: load.pod_writes(),
-        bytes_read: target
-            .get()
-            .and_then(proc::bytes_read)
-            .or(cold.then_some(0)),
+        bytes_read: match controller {
+            Some(c) => scrape(c, "informer_received_bytes_total").await,
+            None => cold.then_some(0),
+        },
         watch_events: match controller {
-            Some(c) => watch_events(c).await,
+            Some(c) => scrape(c, "informer_watch_events_total").await,
             None => cold.then_some(0),
         },
         setup: started.elapsed(),

@@ -1,7 +1,8 @@
 //! Informers: watch one kind, keep compact projections, tell a handler what changed.
 //!
-//! This is client-go's shared informer rebuilt on kube's [`watcher()`]. Each object is
-//! projected as soon as it arrives (the caller's function keeps only the fields the
+//! This is client-go's shared informer, on our own list and watch ([`crate::wire::watcher`]:
+//! protobuf or JSON, with kube's watcher's events). Each object is projected as soon as it
+//! arrives (the caller's function keeps only the fields the
 //! controllers read) and the full object is dropped, so a cluster's pods cost a few hundred
 //! bytes each. The store is updated before the [`Handler`] hears of a change, handlers get
 //! the old and the new projection, and re-lists are diffed against the store (see
@@ -18,12 +19,11 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::{Stream, StreamExt};
+use futures::StreamExt;
 use kube::runtime::watcher::InitialListStrategy;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
-use std::pin::Pin;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
@@ -31,7 +31,7 @@ pub use relist::{Applier, Change};
 pub use store::{Index, IndexFn, ObjectKey, Store};
 pub use watch_health::WatchHealth;
 
-use crate::wire::{Encoding, Negotiated, WireKind};
+use crate::wire::{Negotiated, WireKind};
 use resource_versions::{NewestSeen, Order};
 
 /// Receives an informer's changes. Calls come from the informer's task one at a time, after
@@ -165,20 +165,13 @@ where
     pub async fn run(self, handler: impl Handler<P>, shutdown: impl Future<Output = ()>) {
         let kind = K::kind(&()).into_owned();
         let mut config = self.config.clone();
-        // kube's watcher for JSON, ours for protobuf: the same events and errors.
-        let start = |config: &watcher::Config| -> Pin<Box<dyn Stream<Item = _> + Send>> {
-            match self.wire.current() {
-                Encoding::Json => {
-                    Box::pin(watcher(self.api.clone(), config.clone()).default_backoff())
-                }
-                Encoding::Protobuf => Box::pin(
-                    crate::wire::watcher::watcher::<K>(
-                        self.api.clone().into_client(),
-                        config.clone(),
-                    )
-                    .default_backoff(),
-                ),
-            }
+        let bytes = self.health.as_ref().map(|h| h.bytes_of(&kind));
+        let start = |config: &watcher::Config| {
+            let encoding = self.wire.current();
+            let client = self.api.clone().into_client();
+            let events =
+                crate::wire::watcher::watcher::<K>(client, config.clone(), encoding, bytes.clone());
+            Box::pin(events.default_backoff())
         };
         let mut events = start(&config);
         let mut shutdown = std::pin::pin!(shutdown);

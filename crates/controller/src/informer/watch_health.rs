@@ -10,18 +10,27 @@ use crate::health::Readiness;
 pub struct WatchHealth {
     readiness: Readiness,
     events: IntCounterVec,
+    bytes: IntCounterVec,
     failures: IntCounterVec,
     restarts: IntCounterVec,
 }
 
 impl WatchHealth {
-    /// Registers `informer_watch_events_total{kind}`, `informer_watch_failures_total{kind}`
+    /// Registers `informer_watch_events_total{kind}`, `informer_received_bytes_total{kind}`,
+    /// `informer_watch_failures_total{kind}`
     /// and `informer_relists_after_resource_version_reset_total{kind}` on `registry`.
     pub fn register(registry: &Registry, readiness: Readiness) -> prometheus::Result<Self> {
         let events = IntCounterVec::new(
             Opts::new(
                 "informer_watch_events_total",
                 "Objects the informers received, listed or watched (added, changed or deleted), by kind.",
+            ),
+            &["kind"],
+        )?;
+        let bytes = IntCounterVec::new(
+            Opts::new(
+                "informer_received_bytes_total",
+                "Bytes of list and watch responses the informers received, by kind.",
             ),
             &["kind"],
         )?;
@@ -40,11 +49,13 @@ impl WatchHealth {
             &["kind"],
         )?;
         registry.register(Box::new(events.clone()))?;
+        registry.register(Box::new(bytes.clone()))?;
         registry.register(Box::new(failures.clone()))?;
         registry.register(Box::new(restarts.clone()))?;
         Ok(Self {
             readiness,
             events,
+            bytes,
             failures,
             restarts,
         })
@@ -53,6 +64,11 @@ impl WatchHealth {
     /// The counter of `kind`'s object events, to count without a label lookup each time.
     pub(crate) fn events_of(&self, kind: &str) -> prometheus::IntCounter {
         self.events.with_label_values(&[kind])
+    }
+
+    /// The counter of bytes received for `kind`.
+    pub(crate) fn bytes_of(&self, kind: &str) -> prometheus::IntCounter {
+        self.bytes.with_label_values(&[kind])
     }
 
     pub(crate) fn failed(&self, kind: &str) {

@@ -1,27 +1,29 @@
-//! List and watch in protobuf, with the events and errors of kube's `watcher()`.
+//! The informers' list and watch, in either encoding, with the events and errors of kube's
+//! `watcher()`.
 //!
-//! kube's watcher decodes JSON only, so the informers' protobuf path has its own: the same
-//! states (a streaming list, or pages of a list, then a watch resumed from the last
-//! resourceVersion seen; back to the start on 410 Gone), the same [`watcher::Event`]s and
-//! [`watcher::Error`]s, so [`Informer::run`](crate::informer::Informer::run) treats both
-//! paths alike. Requests ask for `application/vnd.kubernetes.protobuf` and accept JSON; a
-//! server that answers JSON anyway, or refuses protobuf, produces a 406 error, on which the
-//! informer goes back to kube's JSON watcher.
+//! kube's watcher decodes JSON only, so the informers have their own: the same states (a
+//! streaming list, or pages of a list, then a watch resumed from the last resourceVersion
+//! seen; back to the start on 410 Gone), the same [`watcher::Event`]s and
+//! [`watcher::Error`]s, whichever encoding is spoken. In protobuf, requests ask for
+//! `application/vnd.kubernetes.protobuf` and accept JSON; a server that answers JSON
+//! anyway, or refuses protobuf, produces a 406 error, on which the informer starts over in
+//! JSON. In JSON, a watch is one JSON event per line, decoded as kube decodes it.
 
 use super::envelope::{self, Frames, WireError};
 use super::kinds::meta::MetadataOnly;
 use super::kinds::WireKind;
-use super::{is_protobuf, list, status, ACCEPT_PROTOBUF, JSON, PROTOBUF};
+use super::{is_protobuf, list, status, Encoding, ACCEPT_PROTOBUF, JSON, PROTOBUF};
 use bytes::Bytes;
 use futures::Stream;
 use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
 use http_body_util::BodyExt;
 use kube::api::{ListParams, VersionMatch, WatchParams};
 use kube::client::Body;
-use kube::core::{Request, Status};
+use kube::core::{ObjectList, Request, Status, WatchEvent};
 use kube::runtime::watcher::{self, Event, InitialListStrategy, ListSemantic};
 use kube::Client;
 use prost::Message;
+use serde::de::DeserializeOwned;
 use std::collections::VecDeque;
 use std::time::Duration;
 use tracing::debug;
@@ -31,12 +33,24 @@ const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
 type Result<T, E = watcher::Error> = std::result::Result<T, E>;
 
-/// Lists and watches `K` in protobuf, as kube's `watcher(api, config)` does in JSON.
-pub fn watcher<K>(client: Client, config: watcher::Config) -> impl Stream<Item = Result<Event<K>>>
+/// Lists and watches `K` in `encoding`, as kube's `watcher(api, config)` does in JSON.
+///
+/// `received` counts the bytes of every list and watch response body.
+pub fn watcher<K>(
+    client: Client,
+    config: watcher::Config,
+    encoding: Encoding,
+    received: Option<prometheus::IntCounter>,
+) -> impl Stream<Item = Result<Event<K>>>
 where
-    K: WireKind + kube::Resource<DynamicType = ()> + Clone + Send + 'static,
+    K: Watched,
 {
-    let context = Context { client, config };
+    let context = Context {
+        client,
+        config,
+        encoding,
+        received,
+    };
     futures::stream::unfold((context, State::Empty), |(context, mut state)| async move {
         loop {
             let (event, next) = step(&context, state).await;
@@ -48,9 +62,29 @@ where
     })
 }
 
+/// What the watcher needs of a kind: both encodings.
+pub trait Watched:
+    WireKind + DeserializeOwned + kube::Resource<DynamicType = ()> + Clone + Send + 'static
+{
+}
+impl<K> Watched for K where
+    K: WireKind + DeserializeOwned + kube::Resource<DynamicType = ()> + Clone + Send + 'static
+{
+}
+
 struct Context {
     client: Client,
     config: watcher::Config,
+    encoding: Encoding,
+    received: Option<prometheus::IntCounter>,
+}
+
+impl Context {
+    fn count(&self, bytes: usize) {
+        if let Some(received) = &self.received {
+            received.inc_by(bytes as u64);
+        }
+    }
 }
 
 enum State<K> {
@@ -73,10 +107,10 @@ enum State<K> {
     },
 }
 
-async fn step<K>(context: &Context, state: State<K>) -> (Option<Result<Event<K>>>, State<K>)
-where
-    K: WireKind + kube::Resource<DynamicType = ()> + Clone + Send + 'static,
-{
+async fn step<K: Watched>(
+    context: &Context,
+    state: State<K>,
+) -> (Option<Result<Event<K>>>, State<K>) {
     let config = &context.config;
     match state {
         State::Empty => match config.initial_list_strategy {
@@ -261,13 +295,10 @@ fn watch_params(config: &watcher::Config, initial: bool) -> WatchParams {
 }
 
 /// One page of the list.
-async fn list_page<K>(
+async fn list_page<K: Watched>(
     context: &Context,
     continue_token: Option<String>,
-) -> Result<(list::ListMeta, Vec<K>), kube::Error>
-where
-    K: WireKind + kube::Resource<DynamicType = ()>,
-{
+) -> Result<(list::ListMeta, Vec<K>), kube::Error> {
     let config = &context.config;
     let any = config.list_semantic == ListSemantic::Any;
     let params = ListParams {
@@ -283,29 +314,40 @@ where
         .list(&params)
         .map_err(kube::Error::BuildRequest)?;
     request.extensions_mut().insert("list");
-    let response = send(&context.client, request).await?;
+    let response = send(context, request).await?;
     let body = response
         .into_body()
         .collect()
         .await
         .map_err(|e| read_failed(&e))?
         .to_bytes();
-    let mut objects = Vec::new();
-    let meta = envelope::open(body)
-        .and_then(|l| list::decode::<K>(l, |o| objects.push(o)))
-        .map_err(|e| undecodable(&e))?;
-    Ok((meta, objects))
+    context.count(body.len());
+    match context.encoding {
+        Encoding::Protobuf => {
+            let mut objects = Vec::new();
+            let meta = envelope::open(body)
+                .and_then(|l| list::decode::<K>(l, |o| objects.push(o)))
+                .map_err(|e| undecodable(&e))?;
+            Ok((meta, objects))
+        }
+        Encoding::Json => {
+            let list: ObjectList<K> =
+                serde_json::from_slice(&body).map_err(kube::Error::SerdeError)?;
+            let meta = list::ListMeta {
+                resource_version: list.metadata.resource_version.unwrap_or_default(),
+                continue_token: list.metadata.continue_.filter(|c| !c.is_empty()),
+            };
+            Ok((meta, list.items))
+        }
+    }
 }
 
 /// Opens a watch from `resource_version`.
-async fn open_watch<K>(
+async fn open_watch<K: Watched>(
     context: &Context,
     params: WatchParams,
     resource_version: &str,
-) -> Result<WatchBody, kube::Error>
-where
-    K: kube::Resource<DynamicType = ()>,
-{
+) -> Result<WatchBody, kube::Error> {
     let mut request = Request::new(K::url_path(&(), None))
         .watch(&params, resource_version)
         .map_err(kube::Error::BuildRequest)?;
@@ -313,29 +355,38 @@ where
     request
         .headers_mut()
         .insert(ACCEPT_ENCODING, http::HeaderValue::from_static("identity"));
-    let response = send(&context.client, request).await?;
+    let response = send(context, request).await?;
     let idle = Duration::from_secs(u64::from(context.config.timeout.unwrap_or(290))) + IDLE_MARGIN;
     Ok(WatchBody {
         body: response.into_body(),
+        encoding: context.encoding,
         frames: Frames::default(),
+        lines: Vec::new(),
         idle,
+        received: context.received.clone(),
     })
 }
 
 /// How long past the watch's own timeout a silent stream is given before it is dropped.
 const IDLE_MARGIN: Duration = Duration::from_secs(5);
 
-/// Sends `request` asking for protobuf; an unsuccessful answer becomes `Error::Api` with the
-/// Status it carries, and an answer in JSON a 406 (the server will not speak protobuf).
+/// Sends `request` asking for the context's encoding; an unsuccessful answer becomes
+/// `Error::Api` with the Status it carries, and an answer in JSON to a request for protobuf a
+/// 406 (the server will not speak protobuf).
 async fn send(
-    client: &Client,
+    context: &Context,
     request: http::Request<Vec<u8>>,
 ) -> Result<http::Response<Body>, kube::Error> {
     let (mut parts, body) = request.into_parts();
+    let accept = match context.encoding {
+        Encoding::Protobuf => ACCEPT_PROTOBUF,
+        Encoding::Json => JSON,
+    };
     parts
         .headers
-        .insert(ACCEPT, http::HeaderValue::from_static(ACCEPT_PROTOBUF));
-    let response = client
+        .insert(ACCEPT, http::HeaderValue::from_static(accept));
+    let response = context
+        .client
         .send(http::Request::from_parts(parts, Body::from(body)))
         .await?;
     let code = response.status();
@@ -350,7 +401,7 @@ async fn send(
         let status = status::from_error_body(code.as_u16(), protobuf, body);
         return Err(kube::Error::Api(Box::new(status)));
     }
-    if !protobuf {
+    if !protobuf && context.encoding == Encoding::Protobuf {
         let status = Status::failure(
             &format!("the API server answered in another encoding than {PROTOBUF}; using {JSON}"),
             "NotAcceptable",
@@ -392,19 +443,22 @@ enum Decoded<K> {
 /// An open watch's response body.
 struct WatchBody {
     body: Body,
+    encoding: Encoding,
+    /// Protobuf's length-prefixed frames.
     frames: Frames,
+    /// JSON's lines: the bytes of the line not yet ended.
+    lines: Vec<u8>,
     idle: Duration,
+    received: Option<prometheus::IntCounter>,
 }
 
 impl WatchBody {
     /// The next event; `None` when the stream ended (the server's timeout, a closed
     /// connection, or silence past the idle limit): the watch is then opened again.
-    async fn next<K: WireKind>(&mut self) -> Option<Result<Decoded<K>, kube::Error>> {
+    async fn next<K: Watched>(&mut self) -> Option<Result<Decoded<K>, kube::Error>> {
         loop {
-            match self.frames.next_frame() {
-                Ok(Some(frame)) => return Some(decode_event(frame).map_err(|e| undecodable(&e))),
-                Ok(None) => {}
-                Err(error) => return Some(Err(undecodable(&error))),
+            if let Some(event) = self.next_buffered::<K>() {
+                return Some(event);
             }
             let frame = match tokio::time::timeout(self.idle, self.body.frame()).await {
                 Ok(Some(Ok(frame))) => frame,
@@ -424,9 +478,55 @@ impl WatchBody {
                 }
             };
             if let Ok(data) = frame.into_data() {
-                self.frames.push(&data);
+                if let Some(received) = &self.received {
+                    received.inc_by(data.len() as u64);
+                }
+                match self.encoding {
+                    Encoding::Protobuf => self.frames.push(&data),
+                    Encoding::Json => self.lines.extend_from_slice(&data),
+                }
             }
         }
+    }
+
+    /// The next event already received whole, if any.
+    fn next_buffered<K: Watched>(&mut self) -> Option<Result<Decoded<K>, kube::Error>> {
+        match self.encoding {
+            Encoding::Protobuf => match self.frames.next_frame() {
+                Ok(Some(frame)) => Some(decode_event(frame).map_err(|e| undecodable(&e))),
+                Ok(None) => None,
+                Err(error) => Some(Err(undecodable(&error))),
+            },
+            Encoding::Json => loop {
+                let end = self.lines.iter().position(|b| *b == b'\n')?;
+                let line: Vec<u8> = self.lines.drain(..=end).collect();
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                return Some(decode_json_event(&line));
+            },
+        }
+    }
+}
+
+/// One JSON watch line, as kube reads it: an event, or else a bare Status (an error).
+fn decode_json_event<K: Watched>(line: &[u8]) -> Result<Decoded<K>, kube::Error> {
+    match serde_json::from_slice::<WatchEvent<K>>(line) {
+        Ok(WatchEvent::Added(object)) => Ok(Decoded::Object("ADDED".into(), object)),
+        Ok(WatchEvent::Modified(object)) => Ok(Decoded::Object("MODIFIED".into(), object)),
+        Ok(WatchEvent::Deleted(object)) => Ok(Decoded::Object("DELETED".into(), object)),
+        Ok(WatchEvent::Bookmark(bookmark)) => Ok(Decoded::Bookmark {
+            ends_initial_events: bookmark
+                .metadata
+                .annotations
+                .contains_key(INITIAL_EVENTS_END),
+            resource_version: bookmark.metadata.resource_version,
+        }),
+        Ok(WatchEvent::Error(status)) => Ok(Decoded::Error(*status)),
+        Err(error) => match serde_json::from_slice::<Status>(line) {
+            Ok(status) => Err(kube::Error::Api(Box::new(status))),
+            Err(_) => Err(kube::Error::SerdeError(error)),
+        },
     }
 }
 
@@ -450,7 +550,7 @@ fn cut_short(error: &kube::Error) -> bool {
     false
 }
 
-fn decode_event<K: WireKind>(frame: Bytes) -> Result<Decoded<K>, WireError> {
+fn decode_event<K: Watched>(frame: Bytes) -> Result<Decoded<K>, WireError> {
     let event = envelope::event(frame)?;
     match event.kind.as_str() {
         "ERROR" => {
