@@ -116,6 +116,8 @@ pub struct Options {
     pub churn: Option<usize>,
     /// Seed of random picks.
     pub seed: u64,
+    /// What the pods carry besides what the controllers read.
+    pub pod_shape: load::PodShape,
     /// Load generator requests per second.
     pub qps: f64,
     /// Load generator writes in flight.
@@ -395,6 +397,7 @@ pub async fn run(options: Options) -> Result<Report> {
             zones: options.zones,
             seed: options.seed,
             concurrency: options.concurrency,
+            pod_shape: options.pod_shape,
         },
     );
     let mut watches = Vec::new();

@@ -48,6 +48,107 @@ pub struct LoadOptions {
     pub seed: u64,
     /// Writes in flight at once.
     pub concurrency: usize,
+    /// What the pods carry besides what the controllers read.
+    pub pod_shape: PodShape,
+}
+
+/// How much a bench pod carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum PodShape {
+    /// What the controllers read and little else: one container with one port.
+    #[default]
+    Minimal,
+    /// What a Deployment's pod carries once kubelet reports it: an owner, annotations, a
+    /// container with resources, environment, probes and mounts, the service account's
+    /// projected volume, default tolerations, and container statuses in every status write
+    /// (about 4 KB of JSON before managedFields).
+    Deployment,
+}
+
+impl PodShape {
+    /// Adds the shape's fields to a pod being created.
+    fn dress(self, pod: &mut Value, service: &str) {
+        if self == Self::Minimal {
+            return;
+        }
+        let extra = json!({
+            "metadata": {
+                "generateName": format!("{service}-7d4b9c8f6d-"),
+                "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-01T00:00:00Z",
+                                "prometheus.io/scrape": "true", "prometheus.io/port": "9090"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "name": format!("{service}-7d4b9c8f6d"), "uid": "0c2a8f3e-5b7d-4e1a-9f6c-2d8b4a7e1c3f",
+                    "controller": true, "blockOwnerDeletion": true}]
+            },
+            "spec": {
+                "volumes": [{"name": "kube-api-access-x7k2p", "projected": {"defaultMode": 420, "sources": [
+                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}],
+                "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+                "dnsPolicy": "ClusterFirst", "serviceAccountName": "default", "serviceAccount": "default",
+                "securityContext": {"runAsNonRoot": true, "seccompProfile": {"type": "RuntimeDefault"}},
+                "schedulerName": "default-scheduler", "priority": 0, "enableServiceLinks": true,
+                "preemptionPolicy": "PreemptLowerPriority",
+                "tolerations": [
+                    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]
+            }
+        });
+        merge(pod, extra);
+        if let Some(container) = pod.pointer_mut("/spec/containers/0") {
+            merge(
+                container,
+                json!({
+                    "imagePullPolicy": "IfNotPresent",
+                    "args": ["--listen=:8080", "--metrics=:9090", "--log-level=info"],
+                    "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+                            {"name": "POD_IP", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "status.podIP"}}},
+                            {"name": "GOMAXPROCS", "value": "2"}, {"name": "LOG_FORMAT", "value": "json"}],
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
+                    "readinessProbe": {"httpGet": {"path": "/ready", "port": "http", "scheme": "HTTP"},
+                                       "periodSeconds": 5, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3},
+                    "livenessProbe": {"httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"},
+                                      "periodSeconds": 10, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3},
+                    "volumeMounts": [{"name": "kube-api-access-x7k2p", "readOnly": true,
+                                      "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}],
+                    "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                    "securityContext": {"allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}}
+                }),
+            );
+        }
+    }
+
+    /// Adds the shape's fields to a status write.
+    fn dress_status(self, status: &mut Value, ready: bool) {
+        if self == Self::Minimal {
+            return;
+        }
+        merge(
+            status,
+            json!({"status": {
+                "qosClass": "Burstable",
+                "containerStatuses": [{
+                    "name": "app", "ready": ready, "started": true, "restartCount": 0,
+                    "image": "registry.k8s.io/pause:3.10",
+                    "imageID": "registry.k8s.io/pause@sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a",
+                    "containerID": "containerd://4f1c2b9e8d7a6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f4e3d2c1b",
+                    "state": {"running": {"startedAt": "2026-11-01T00:00:05Z"}}}]
+            }}),
+        );
+    }
+}
+
+/// Adds `extra`'s fields to `target`, objects merged key by key.
+fn merge(target: &mut Value, extra: Value) {
+    match (target, extra) {
+        (Value::Object(target), Value::Object(extra)) => {
+            for (key, value) in extra {
+                merge(target.entry(key).or_insert(Value::Null), value);
+            }
+        }
+        (target, extra) => *target = extra,
+    }
 }
 
 /// What the progress line shows, updated as the load runs.
@@ -560,13 +661,15 @@ impl Load {
                 };
                 let service_name = service_name.context("pod of an unknown service")?;
                 let node = node.context("pod on an unknown node")?;
-                let object: Pod = serde_json::from_value(json!({
+                let mut object = json!({
                     "metadata": {"name": name, "labels": {APP_LABEL: service_name},
                                  "finalizers": [FINALIZER]},
                     "spec": {"nodeName": node, "containers": [{
                         "name": "app", "image": "registry.k8s.io/pause:3.10",
                         "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]}]}
-                }))?;
+                });
+                self.options.pod_shape.dress(&mut object, &service_name);
+                let object: Pod = serde_json::from_value(object)?;
                 let created = PodModel {
                     ip: None,
                     ready: false,
@@ -577,7 +680,10 @@ impl Load {
                 retry("creating a pod", || pods.create(&post, &object)).await?;
                 self.progress.pod_writes.fetch_add(1, Ordering::Relaxed);
                 let ip = model.ip.clone().unwrap_or_default();
-                let status = pod_status(&ip, &node_ip(model.node), model.ready);
+                let mut status = pod_status(&ip, &node_ip(model.node), model.ready);
+                self.options
+                    .pod_shape
+                    .dress_status(&mut status, model.ready);
                 self.write_pod_status(&pods, &name, model, &status).await
             }
             Op::SetReady { name, ready } => {
@@ -586,7 +692,8 @@ impl Load {
                 };
                 model.ready = ready;
                 let ip = model.ip.clone().unwrap_or_default();
-                let status = pod_status(&ip, &node_ip(model.node), ready);
+                let mut status = pod_status(&ip, &node_ip(model.node), ready);
+                self.options.pod_shape.dress_status(&mut status, ready);
                 self.write_pod_status(&pods, &name, model, &status).await
             }
             Op::Terminate { name } => {
@@ -726,4 +833,38 @@ fn node_status(n: usize, ready: bool) -> Value {
             "lastTransitionTime": now
         }]
     }})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deployment_shaped_pod_keeps_what_the_controllers_read_and_adds_the_rest() {
+        let minimal = json!({
+            "metadata": {"name": "web-1", "labels": {APP_LABEL: "web"}},
+            "spec": {"nodeName": "node-0", "containers": [{"name": "app", "image": "pause",
+                "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}]}]}
+        });
+        let mut dressed = minimal.clone();
+        PodShape::Deployment.dress(&mut dressed, "web");
+        let pod: Pod = serde_json::from_value(dressed.clone()).unwrap();
+        assert_eq!(pod.metadata.name.as_deref(), Some("web-1"));
+        assert_eq!(dressed["spec"]["nodeName"], "node-0");
+        assert_eq!(
+            dressed["spec"]["containers"][0]["ports"],
+            minimal["spec"]["containers"][0]["ports"]
+        );
+        assert_eq!(pod.metadata.owner_references.unwrap()[0].kind, "ReplicaSet");
+        assert!(dressed.to_string().len() > 3 * minimal.to_string().len());
+
+        let mut status = pod_status("10.0.0.1", "10.1.0.1", true);
+        PodShape::Deployment.dress_status(&mut status, true);
+        assert_eq!(status["status"]["podIP"], "10.0.0.1");
+        assert_eq!(status["status"]["containerStatuses"][0]["ready"], true);
+
+        let mut untouched = minimal.clone();
+        PodShape::Minimal.dress(&mut untouched, "web");
+        assert_eq!(untouched, minimal);
+    }
 }

@@ -45,6 +45,11 @@ pub struct BenchArgs {
     /// Seed of the random picks (same seed, same run).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// What each pod carries besides what the controllers read: `minimal` (one container,
+    /// one port) or `deployment` (a Deployment's pod as kubelet reports it: owner,
+    /// annotations, probes, environment, mounts, projected volume, container statuses).
+    #[arg(long, value_enum, default_value = "minimal")]
+    pub pod_shape: bench::load::PodShape,
     /// Which controller is measured: ours in this process (embedded), ours as a `run` process
     /// of its own that the bench starts and stops (process: CPU and memory are the
     /// controller's alone), or one already watching the API server (external).
@@ -129,6 +134,7 @@ pub async fn run(args: BenchArgs) -> Result<bool> {
         zones: args.zones,
         churn: args.churn,
         seed: args.seed,
+        pod_shape: args.pod_shape,
         qps: args.qps,
         concurrency: args.concurrency,
         timeout: args.timeout,
