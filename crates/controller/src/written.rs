@@ -13,11 +13,9 @@
 use crate::field_manager::post_params;
 use crate::wire::kinds::meta::MetadataOnly;
 use crate::wire::kinds::WriteKind;
-use crate::wire::{envelope, is_protobuf, refuses_protobuf, status, Encoding, Negotiated};
-use http_body_util::BodyExt;
+use crate::wire::{envelope, exchange, Encoding, Negotiated};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
-use kube::client::Body;
 use kube::core::Request;
 use kube::{Error, Resource};
 use prost::Message;
@@ -51,7 +49,7 @@ pub async fn replace<K: Writable>(
 }
 
 /// Sends the write built by `request` in the negotiated encoding, falling back to JSON once
-/// if the server refuses protobuf.
+/// if the server refuses protobuf, and keeps the answer's metadata.
 async fn write<K: Writable>(
     api: &Api<K>,
     wire: &Negotiated,
@@ -59,71 +57,45 @@ async fn write<K: Writable>(
     object: &K,
     request: impl Fn(Vec<u8>) -> Result<http::Request<Vec<u8>>, kube::core::request::Error>,
 ) -> kube::Result<K> {
-    if wire.current() == Encoding::Protobuf {
-        let sent = send(api, verb, Encoding::Protobuf, request(object.to_body())).await;
-        match sent {
-            Err(error) if refuses_protobuf(&error) => {
-                if wire.refused() {
-                    tracing::warn!(%error, "the API server refuses protobuf; writing JSON from now on");
-                }
-            }
-            sent => return sent,
+    let client = api.clone().into_client();
+    let metadata = exchange::negotiated(wire, |encoding| {
+        let (client, request) = (&client, &request);
+        async move {
+            let body = match encoding {
+                Encoding::Protobuf => object.to_body(),
+                Encoding::Json => serde_json::to_vec(object).map_err(Error::SerdeError)?,
+            };
+            let request = request(body).map_err(Error::BuildRequest)?;
+            let (protobuf, body) = exchange::send(client, verb, encoding, request)
+                .await?
+                .read()
+                .await?;
+            metadata_of(protobuf, body)
         }
-    }
-    let body = serde_json::to_vec(object).map_err(Error::SerdeError)?;
-    send(api, verb, Encoding::Json, request(body)).await
-}
-
-/// Sends `request` through `api`'s client, tagged with its verb as kube's own methods tag
-/// theirs, and keeps the answer's metadata.
-async fn send<K>(
-    api: &Api<K>,
-    verb: &'static str,
-    encoding: Encoding,
-    request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
-) -> kube::Result<K>
-where
-    K: Resource + Default + Clone,
-{
-    let mut request = request.map_err(Error::BuildRequest)?;
-    request.extensions_mut().insert(verb);
-    let headers = request.headers_mut();
-    if encoding == Encoding::Protobuf {
-        let media = http::HeaderValue::from_static(crate::wire::PROTOBUF);
-        headers.insert(http::header::CONTENT_TYPE, media);
-        let accept = http::HeaderValue::from_static(crate::wire::ACCEPT_PROTOBUF);
-        headers.insert(http::header::ACCEPT, accept);
-    }
-    let response = api
-        .clone()
-        .into_client()
-        .send(request.map(Body::from))
-        .await?;
-    let code = response.status();
-    let protobuf = is_protobuf(response.headers().get(http::header::CONTENT_TYPE));
-    let body = response.into_body().collect().await?.to_bytes();
-    if code.is_client_error() || code.is_server_error() {
-        let status = status::from_error_body(code.as_u16(), protobuf, body);
-        return Err(Error::Api(Box::new(status)));
-    }
-    let metadata: ObjectMeta = if protobuf {
-        let raw = envelope::open(body)
-            .map(|o| o.raw)
-            .map_err(|e| Error::Service(Box::new(e)))?;
-        MetadataOnly::decode(raw)
-            .map_err(|e| Error::Service(Box::new(e)))?
-            .metadata
-            .unwrap_or_default()
-            .into()
-    } else {
-        serde_json::from_slice::<Answer>(&body)
-            .map_err(Error::SerdeError)?
-            .metadata
-            .into()
-    };
+    })
+    .await?;
     let mut written = K::default();
     *written.meta_mut() = metadata;
     Ok(written)
+}
+
+/// The metadata of a write's answer, in whichever encoding it came.
+fn metadata_of(protobuf: bool, body: bytes::Bytes) -> kube::Result<ObjectMeta> {
+    if protobuf {
+        let raw = envelope::open(body)
+            .map(|o| o.raw)
+            .map_err(|e| Error::Service(Box::new(e)))?;
+        Ok(MetadataOnly::decode(raw)
+            .map_err(|e| Error::Service(Box::new(e)))?
+            .metadata
+            .unwrap_or_default()
+            .into())
+    } else {
+        Ok(serde_json::from_slice::<Answer>(&body)
+            .map_err(Error::SerdeError)?
+            .metadata
+            .into())
+    }
 }
 
 /// The API server's JSON answer to a write, as far as we read it: serde skips the rest

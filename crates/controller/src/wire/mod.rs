@@ -16,6 +16,7 @@
 //! server that refuses protobuf (406 or 415) gets JSON from then on.
 
 pub mod envelope;
+pub(crate) mod exchange;
 pub mod kinds;
 pub mod list;
 pub mod objects;

@@ -7,10 +7,8 @@
 //! request again in JSON, and JSON from then on.
 
 use super::kinds::WriteKind;
-use super::{envelope, is_protobuf, refuses_protobuf, status, Encoding, Negotiated};
-use http_body_util::BodyExt;
+use super::{envelope, exchange, Encoding, Negotiated};
 use kube::api::{Api, PostParams};
-use kube::client::Body;
 use kube::core::Request;
 use kube::{Error, Resource};
 use serde::de::DeserializeOwned;
@@ -72,59 +70,30 @@ async fn send<K: WholeObject>(
     object: Option<&K>,
     build: Build<'_>,
 ) -> kube::Result<K> {
-    if wire.current() == Encoding::Protobuf {
-        let body = object.map(WriteKind::to_body).unwrap_or_default();
-        match once(api, verb, Encoding::Protobuf, build(body)).await {
-            Err(error) if refuses_protobuf(&error) => {
-                if wire.refused() {
-                    tracing::warn!(%error, "the API server refuses protobuf; using JSON from now on");
+    let client = api.clone().into_client();
+    exchange::negotiated(wire, |encoding| {
+        let client = &client;
+        async move {
+            let body = match (object, encoding) {
+                (None, _) => Vec::new(),
+                (Some(object), Encoding::Protobuf) => object.to_body(),
+                (Some(object), Encoding::Json) => {
+                    serde_json::to_vec(object).map_err(Error::SerdeError)?
                 }
+            };
+            let request = build(body).map_err(Error::BuildRequest)?;
+            let (protobuf, body) = exchange::send(client, verb, encoding, request)
+                .await?
+                .read()
+                .await?;
+            if protobuf {
+                envelope::open(body)
+                    .and_then(K::from_enveloped)
+                    .map_err(|e| Error::Service(Box::new(e)))
+            } else {
+                serde_json::from_slice(&body).map_err(Error::SerdeError)
             }
-            result => return result,
         }
-    }
-    let body = match object {
-        Some(object) => serde_json::to_vec(object).map_err(Error::SerdeError)?,
-        None => Vec::new(),
-    };
-    once(api, verb, Encoding::Json, build(body)).await
-}
-
-async fn once<K: WholeObject>(
-    api: &Api<K>,
-    verb: &'static str,
-    encoding: Encoding,
-    request: Result<http::Request<Vec<u8>>, kube::core::request::Error>,
-) -> kube::Result<K> {
-    let mut request = request.map_err(Error::BuildRequest)?;
-    request.extensions_mut().insert(verb);
-    if encoding == Encoding::Protobuf {
-        if !request.body().is_empty() {
-            let media = http::HeaderValue::from_static(super::PROTOBUF);
-            request
-                .headers_mut()
-                .insert(http::header::CONTENT_TYPE, media);
-        }
-        let accept = http::HeaderValue::from_static(super::ACCEPT_PROTOBUF);
-        request.headers_mut().insert(http::header::ACCEPT, accept);
-    }
-    let response = api
-        .clone()
-        .into_client()
-        .send(request.map(Body::from))
-        .await?;
-    let code = response.status();
-    let protobuf = is_protobuf(response.headers().get(http::header::CONTENT_TYPE));
-    let body = response.into_body().collect().await?.to_bytes();
-    if code.is_client_error() || code.is_server_error() {
-        let status = status::from_error_body(code.as_u16(), protobuf, body);
-        return Err(Error::Api(Box::new(status)));
-    }
-    if protobuf {
-        envelope::open(body)
-            .and_then(K::from_enveloped)
-            .map_err(|e| Error::Service(Box::new(e)))
-    } else {
-        serde_json::from_slice(&body).map_err(Error::SerdeError)
-    }
+    })
+    .await
 }

@@ -12,10 +12,10 @@
 use super::envelope::{self, Frames, WireError};
 use super::kinds::meta::MetadataOnly;
 use super::kinds::WireKind;
-use super::{is_protobuf, list, status, Encoding, ACCEPT_PROTOBUF, JSON, PROTOBUF};
+use super::{exchange, list, status, Encoding, JSON, PROTOBUF};
 use bytes::Bytes;
 use futures::Stream;
-use http::header::{ACCEPT, ACCEPT_ENCODING, CONTENT_TYPE};
+use http::header::ACCEPT_ENCODING;
 use http_body_util::BodyExt;
 use kube::api::{ListParams, VersionMatch, WatchParams};
 use kube::client::Body;
@@ -310,11 +310,10 @@ async fn list_page<K: Watched>(
         continue_token,
         ..ListParams::default()
     };
-    let mut request = Request::new(K::url_path(&(), None))
+    let request = Request::new(K::url_path(&(), None))
         .list(&params)
         .map_err(kube::Error::BuildRequest)?;
-    request.extensions_mut().insert("list");
-    let response = send(context, request).await?;
+    let response = send(context, "list", request).await?;
     let body = response
         .into_body()
         .collect()
@@ -351,11 +350,10 @@ async fn open_watch<K: Watched>(
     let mut request = Request::new(K::url_path(&(), None))
         .watch(&params, resource_version)
         .map_err(kube::Error::BuildRequest)?;
-    request.extensions_mut().insert("watch");
     request
         .headers_mut()
         .insert(ACCEPT_ENCODING, http::HeaderValue::from_static("identity"));
-    let response = send(context, request).await?;
+    let response = send(context, "watch", request).await?;
     let idle = Duration::from_secs(u64::from(context.config.timeout.unwrap_or(290))) + IDLE_MARGIN;
     Ok(WatchBody {
         body: response.into_body(),
@@ -370,38 +368,15 @@ async fn open_watch<K: Watched>(
 /// How long past the watch's own timeout a silent stream is given before it is dropped.
 const IDLE_MARGIN: Duration = Duration::from_secs(5);
 
-/// Sends `request` asking for the context's encoding; an unsuccessful answer becomes
-/// `Error::Api` with the Status it carries, and an answer in JSON to a request for protobuf a
-/// 406 (the server will not speak protobuf).
+/// Sends `request` in the context's encoding (see [`exchange::send`]); an answer in JSON to a
+/// request for protobuf is a 406 (the server will not speak protobuf).
 async fn send(
     context: &Context,
+    verb: &'static str,
     request: http::Request<Vec<u8>>,
 ) -> Result<http::Response<Body>, kube::Error> {
-    let (mut parts, body) = request.into_parts();
-    let accept = match context.encoding {
-        Encoding::Protobuf => ACCEPT_PROTOBUF,
-        Encoding::Json => JSON,
-    };
-    parts
-        .headers
-        .insert(ACCEPT, http::HeaderValue::from_static(accept));
-    let response = context
-        .client
-        .send(http::Request::from_parts(parts, Body::from(body)))
-        .await?;
-    let code = response.status();
-    let protobuf = is_protobuf(response.headers().get(CONTENT_TYPE));
-    if code.is_client_error() || code.is_server_error() {
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| read_failed(&e))?
-            .to_bytes();
-        let status = status::from_error_body(code.as_u16(), protobuf, body);
-        return Err(kube::Error::Api(Box::new(status)));
-    }
-    if !protobuf && context.encoding == Encoding::Protobuf {
+    let answer = exchange::send(&context.client, verb, context.encoding, request).await?;
+    if !answer.protobuf && context.encoding == Encoding::Protobuf {
         let status = Status::failure(
             &format!("the API server answered in another encoding than {PROTOBUF}; using {JSON}"),
             "NotAcceptable",
@@ -409,7 +384,7 @@ async fn send(
         .with_code(406);
         return Err(kube::Error::Api(Box::new(status)));
     }
-    Ok(response)
+    Ok(answer.response)
 }
 
 fn read_failed(error: &kube::Error) -> kube::Error {

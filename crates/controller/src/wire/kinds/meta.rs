@@ -11,7 +11,7 @@ use k8s_pb::apimachinery::pkg::apis::meta::v1 as pb;
 
 /// A time from its seconds and nanoseconds; `None` for Go's zero time (what a plain `Time`
 /// field holds when unset, and its JSON writes as `null`).
-pub(crate) fn timestamp(seconds: Option<i64>, nanos: Option<i32>) -> Option<Timestamp> {
+fn timestamp(seconds: Option<i64>, nanos: Option<i32>) -> Option<Timestamp> {
     let (seconds, nanos) = (seconds.unwrap_or(0), nanos.unwrap_or(0));
     if seconds == 0 && nanos == 0 {
         return None;

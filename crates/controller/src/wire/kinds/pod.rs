@@ -5,9 +5,10 @@
 //! command, environment, resources and probes, volumes, container statuses) is skipped by
 //! the decoder: its bytes are stepped over, never turned into strings.
 
-use super::meta::timestamp;
+use super::meta::time;
 use super::{list, map, plain, WireKind};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_pb::apimachinery::pkg::apis::meta::v1::Time;
 use prost::Message;
 use reconcile::projection::{
     PartialContainer, PartialContainerPort, PartialPod, PartialPodCondition, PartialPodIp,
@@ -38,24 +39,9 @@ struct PodMeta {
     #[prost(string, optional, tag = "6")]
     resource_version: Option<String>,
     #[prost(message, optional, tag = "9")]
-    deletion_timestamp: Option<Seconds>,
+    deletion_timestamp: Option<Time>,
     #[prost(btree_map = "string, string", tag = "11")]
     labels: BTreeMap<String, String>,
-}
-
-/// `meta.v1.Time`.
-#[derive(Clone, PartialEq, Message)]
-struct Seconds {
-    #[prost(int64, optional, tag = "1")]
-    seconds: Option<i64>,
-    #[prost(int32, optional, tag = "2")]
-    nanos: Option<i32>,
-}
-
-impl Seconds {
-    fn time(self) -> Option<Time> {
-        timestamp(self.seconds, self.nanos).map(Time)
-    }
 }
 
 /// `PodSpec`: containers, init containers, node, hostname, subdomain.
@@ -114,7 +100,7 @@ struct PodCondition {
     #[prost(string, optional, tag = "2")]
     status: Option<String>,
     #[prost(message, optional, tag = "4")]
-    last_transition_time: Option<Seconds>,
+    last_transition_time: Option<Time>,
 }
 
 /// `PodIP`: ip.
@@ -135,7 +121,7 @@ impl WireKind for PartialPod {
                 namespace: plain(meta.namespace),
                 uid: plain(meta.uid),
                 resource_version: plain(meta.resource_version),
-                deletion_timestamp: meta.deletion_timestamp.and_then(Seconds::time),
+                deletion_timestamp: time(meta.deletion_timestamp),
                 labels: map(meta.labels),
                 ..ObjectMeta::default()
             },
@@ -165,7 +151,7 @@ impl WireKind for PartialPod {
                         .map(|c| PartialPodCondition {
                             type_: c.r#type.unwrap_or_default(),
                             status: c.status.unwrap_or_default(),
-                            last_transition_time: c.last_transition_time.and_then(Seconds::time),
+                            last_transition_time: time(c.last_transition_time),
                         })
                         .collect(),
                 ),

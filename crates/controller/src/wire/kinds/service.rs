@@ -2,11 +2,12 @@
 //! reads: the rest of a Service (its status, session affinity, load balancer settings,
 //! managedFields) is skipped by the decoder.
 
-use super::meta::timestamp;
+use super::meta::time;
 use super::{list, map, plain, WireKind};
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_pb::apimachinery::pkg::apis::meta::v1::Time;
 use prost::Message;
 use std::collections::BTreeMap;
 
@@ -31,22 +32,13 @@ struct ServiceMeta {
     #[prost(string, optional, tag = "6")]
     resource_version: Option<String>,
     #[prost(message, optional, tag = "8")]
-    creation_timestamp: Option<Seconds>,
+    creation_timestamp: Option<Time>,
     #[prost(message, optional, tag = "9")]
-    deletion_timestamp: Option<Seconds>,
+    deletion_timestamp: Option<Time>,
     #[prost(btree_map = "string, string", tag = "11")]
     labels: BTreeMap<String, String>,
     #[prost(btree_map = "string, string", tag = "12")]
     annotations: BTreeMap<String, String>,
-}
-
-/// `meta.v1.Time`.
-#[derive(Clone, PartialEq, Message)]
-struct Seconds {
-    #[prost(int64, optional, tag = "1")]
-    seconds: Option<i64>,
-    #[prost(int32, optional, tag = "2")]
-    nanos: Option<i32>,
 }
 
 /// `ServiceSpec`: what decides the endpoints.
@@ -99,7 +91,6 @@ impl WireKind for Service {
 
     fn from_message(service: ServiceMessage) -> Self {
         let meta = service.metadata.unwrap_or_default();
-        let time = |t: Option<Seconds>| t.and_then(|t| timestamp(t.seconds, t.nanos)).map(Time);
         Service {
             metadata: ObjectMeta {
                 name: plain(meta.name),
