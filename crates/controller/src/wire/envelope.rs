@@ -212,12 +212,14 @@ impl Frames {
     }
 
     /// Whether bytes of an unfinished frame are left (the stream ended mid-frame).
+    #[cfg(test)]
     pub fn has_partial_frame(&self) -> bool {
         !self.buffer.is_empty()
     }
 }
 
-/// Frames `event` as a watch stream carries it (the embedded server's tests and ours).
+/// Frames an event as a watch stream carries it.
+#[cfg(test)]
 pub fn frame(kind: &str, object: Vec<u8>) -> Vec<u8> {
     let event = WatchEvent {
         r#type: Some(kind.to_owned()),

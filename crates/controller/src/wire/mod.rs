@@ -57,14 +57,6 @@ impl Encoding {
             )),
         }
     }
-
-    /// The media type, as the flag spells it.
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Self::Protobuf => PROTOBUF,
-            Self::Json => JSON,
-        }
-    }
 }
 
 /// The encoding a run's clients use: what the flag asked for, until the API server refuses
@@ -130,7 +122,7 @@ mod tests {
         assert_eq!(Encoding::from_content_type(JSON), Ok(Encoding::Json));
         let error = Encoding::from_content_type("application/yaml").unwrap_err();
         assert!(error.contains("application/yaml") && error.contains(PROTOBUF));
-        assert_eq!(Encoding::default().content_type(), PROTOBUF);
+        assert_eq!(Encoding::default(), Encoding::Protobuf);
     }
 
     #[test]
