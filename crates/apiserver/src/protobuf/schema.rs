@@ -415,6 +415,8 @@ mod tests {
             "k8s.io.api.discovery.v1.EndpointSlice",
             "k8s.io.api.coordination.v1.Lease",
             "k8s.io.api.events.v1.Event",
+            "k8s.io.api.core.v1.ServiceAccount",
+            "k8s.io.api.authentication.v1.TokenRequest",
             "k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent",
         ] {
             assert!(schema.message_id(name).is_some(), "{name}");
