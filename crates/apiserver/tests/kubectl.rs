@@ -291,6 +291,7 @@ fn one_of_each_kind() -> Vec<Value> {
             "type": "Normal", "reason": "Synced", "note": "hello"}),
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "lock"},
             "spec": {"holderIdentity": "me"}}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "web"}}),
     ]
 }
 
@@ -337,6 +338,7 @@ async fn kubectl_get_prints_upstream_columns_for_every_kind() {
             &[],
         ),
         ("leases", &["NAME", "HOLDER", "AGE"], &[]),
+        ("sa", &["NAME", "SECRETS", "AGE"], &[]),
     ];
     for (kind, columns, wide_extra) in cases {
         let out = k.run(&["get", kind], None).await;

@@ -6,7 +6,7 @@ mod support;
 
 use apiserver::{ApiServer, Config};
 use futures::TryStreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchParams};
 use kube::{Api, Client};
@@ -462,6 +462,57 @@ async fn discovery_maps_kinds_to_resources() {
         .map(|(r, _)| r.kind)
         .collect();
     assert_eq!(kinds, ["Lease"]);
+}
+
+#[tokio::test]
+async fn service_accounts_are_served_like_other_kinds() {
+    let (server, client) = start();
+    let body = json!({"metadata": {"name": "endpoint-controller", "namespace": "kube-system"}});
+    let path = "/api/v1/namespaces/kube-system/serviceaccounts";
+    let (code, created) = support::send_json(&server, "POST", path, &body).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(
+        (&created["apiVersion"], &created["kind"]),
+        (&json!("v1"), &json!("ServiceAccount"))
+    );
+    for field in ["uid", "resourceVersion", "creationTimestamp"] {
+        assert!(created["metadata"][field].is_string(), "{field}: {created}");
+    }
+    assert!(created["metadata"].get("generation").is_none(), "{created}");
+
+    let bad = json!({"metadata": {"name": "Endpoint_Controller"}});
+    let (code, status) = support::send_json(&server, "POST", path, &bad).await;
+    assert_eq!(code, 422, "a name must be a DNS subdomain: {status}");
+
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "kube-system");
+    let listed = accounts.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 1);
+    accounts
+        .delete("endpoint-controller", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(accounts
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .is_empty());
+
+    let discovery = kube::discovery::Discovery::new(client).run().await.unwrap();
+    let (resource, caps) = discovery
+        .groups()
+        .flat_map(|g| g.recommended_kind("ServiceAccount"))
+        .next()
+        .expect("ServiceAccount is discoverable");
+    assert_eq!(resource.plural, "serviceaccounts");
+    assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
+    let (_, core) = support::send_json(&server, "GET", "/api/v1", &json!(null)).await;
+    let entries = core["resources"].as_array().unwrap();
+    let find = |name: &str| entries.iter().find(|r| r["name"] == name).cloned();
+    assert_eq!(
+        find("serviceaccounts").unwrap()["shortNames"],
+        json!(["sa"])
+    );
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ mod namespace;
 mod node;
 mod pod;
 mod service;
+mod service_account;
 
 use crate::resources::Resource;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -77,6 +78,7 @@ pub(crate) fn columns(resource: &Resource) -> &'static [Column] {
         ("", "Pod") => pod::COLUMNS,
         ("", "Service") => service::COLUMNS,
         ("", "Endpoints") => endpoints::COLUMNS,
+        ("", "ServiceAccount") => service_account::COLUMNS,
         ("discovery.k8s.io", _) => endpoint_slice::COLUMNS,
         ("coordination.k8s.io", _) => lease::COLUMNS,
         // Core and events.k8s.io events share kube-apiserver's internal type and its printer.
@@ -94,6 +96,7 @@ pub(crate) fn cells(resource: &Resource, object: &Value, now: Timestamp) -> Vec<
         ("", "Pod") => typed(object, |o| pod::cells(o, now)),
         ("", "Service") => typed(object, |o| service::cells(o, now)),
         ("", "Endpoints") => typed(object, |o| endpoints::cells(o, now)),
+        ("", "ServiceAccount") => typed(object, |o| service_account::cells(o, now)),
         ("discovery.k8s.io", _) => typed(object, |o| endpoint_slice::cells(o, now)),
         ("coordination.k8s.io", _) => typed(object, |o| lease::cells(o, now)),
         ("", "Event") => typed(object, |o| event::core_cells(o, now)),

@@ -40,6 +40,7 @@ fn add_kind(generator: &mut SchemaGenerator, resource: &Resource) -> Option<Stri
         ("", "Service") => add::<api::core::v1::Service>(generator),
         ("", "Endpoints") => add::<api::core::v1::Endpoints>(generator),
         ("", "Event") => add::<api::core::v1::Event>(generator),
+        ("", "ServiceAccount") => add::<api::core::v1::ServiceAccount>(generator),
         ("discovery.k8s.io", "EndpointSlice") => {
             add::<api::discovery::v1::EndpointSlice>(generator)
         }
