@@ -2,16 +2,21 @@
 //!
 //! It speaks the part of the Kubernetes REST API that the Endpoints and EndpointSlice
 //! controllers and kubectl use, for namespaces, nodes, pods, services, endpoints,
-//! endpointslices, events (core and `events.k8s.io`) and leases: discovery, get, list and
-//! watch with selectors (also as kubectl's server-side Tables), create, update, the status
-//! subresource, four patch formats, delete with finalizers and garbage collection, the
-//! namespace lifecycle, and OpenAPI v3 and v2 schemas. Objects, lists, watches and errors are
-//! JSON, or Kubernetes' protobuf encoding when the client's Accept header asks for it first
+//! endpointslices, events (core and `events.k8s.io`), leases and serviceaccounts: discovery,
+//! get, list and watch with selectors (also as kubectl's server-side Tables), create, update,
+//! the status subresource, four patch formats, delete with finalizers and garbage collection,
+//! the namespace lifecycle, and OpenAPI v3 and v2 schemas. Objects, lists, watches and errors
+//! are JSON, or Kubernetes' protobuf encoding when the client's Accept header asks for it first
 //! (client-go's default), and request bodies may be either ([`protobuf`]). It is a test and
-//! development server, not a control plane: there is no authentication, admission webhooks or persistence, and field
-//! management is an approximation (see the `managed_fields` module). It does answer
-//! TokenReviews and SubjectAccessReviews from a configured table ([`Reviews`]), for testing
-//! components that delegate their own authentication to it.
+//! development server, not a control plane: there are no admission webhooks or persistence,
+//! field management is an approximation (see the `managed_fields` module), and the only
+//! authentication is that of the ServiceAccount tokens it issues itself through the
+//! TokenRequest API (`serviceaccounts/{name}/token`), as kube-controller-manager's
+//! `--use-service-account-credentials` needs: a request carrying one is recorded as the
+//! ServiceAccount ([`RequestRecord::user`]), and refused with a 401 once the token has expired
+//! or its ServiceAccount is gone. Every other request is served unauthenticated, and nothing
+//! is authorised. It does answer TokenReviews and SubjectAccessReviews from a configured table
+//! ([`Reviews`]), for testing components that delegate their own authentication to it.
 //!
 //! ```text
 //!  kube::Client (in-process) ──┐
@@ -72,6 +77,9 @@
 //!   uids the server assigns.
 //! - Deleting a namespace marks it Terminating, deletes its content at once, and removes it when
 //!   nothing is left; creates in it meanwhile get a 403 with cause `NamespaceTerminating`.
+//! - A TokenRequest is answered as kube-apiserver answers it (default and minimum lifetime,
+//!   audiences defaulting to [`API_AUDIENCE`]). Tokens are opaque strings, not JWTs, bound to
+//!   the ServiceAccount's uid; [`Config::token_lifetime_cap`] makes them short-lived for tests.
 //!
 //! # Faults
 //!
@@ -103,6 +111,7 @@ mod state;
 mod status;
 mod store;
 mod strategic_merge;
+mod tokens;
 mod transport;
 mod validation;
 
@@ -111,6 +120,7 @@ pub use load::{LoadError, LoadReport, HOLD_FINALIZER};
 pub use request_log::RequestRecord;
 pub use reviews::{NonResourceGrant, Reviews, TokenUser};
 pub use status::ApiError;
+pub use tokens::API_AUDIENCE;
 pub use transport::serve;
 
 use serde_json::{json, Value};
@@ -148,6 +158,13 @@ pub struct Config {
     /// kube-apiserver's WatchList feature gate: on by default, as in v1.34 and later; off, such
     /// a watch gets the 422 a v1.33 server gives, so clients' fallback can be tested.
     pub watch_list: bool,
+    /// Test-only: when set, no ServiceAccount token issued through a TokenRequest lives longer
+    /// than this, whatever `spec.expirationSeconds` asked (which must still be at least ten
+    /// minutes, as kube-apiserver requires); the answer's `spec.expirationSeconds` (rounded up
+    /// to whole seconds) and `status.expirationTimestamp` say the lifetime granted. Lets tests
+    /// of token refresh use tokens of a few seconds. `None` (the default) grants what was
+    /// asked, as kube-apiserver without `--service-account-max-token-expiration` does.
+    pub token_lifetime_cap: Option<Duration>,
 }
 
 impl Default for Config {
@@ -161,6 +178,7 @@ impl Default for Config {
             record_requests: false,
             reviews: Reviews::default(),
             watch_list: true,
+            token_lifetime_cap: None,
         }
     }
 }
@@ -337,6 +355,13 @@ impl ApiServer {
     /// Replaces how TokenReviews and SubjectAccessReviews are answered ([`Config::reviews`]).
     pub fn set_reviews(&self, reviews: Reviews) {
         self.shared.set_reviews(reviews);
+    }
+
+    /// Caps the lifetime of the ServiceAccount tokens issued from now on, as
+    /// [`Config::token_lifetime_cap`] does at start (test-only); tokens already issued keep
+    /// theirs.
+    pub fn set_token_lifetime_cap(&self, cap: Option<Duration>) {
+        self.shared.tokens.set_lifetime_cap(cap);
     }
 
     /// Forgets the recorded requests.

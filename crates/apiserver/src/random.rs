@@ -54,16 +54,8 @@ impl Stamps {
 
     /// The time `seconds_from_now` from now (from the fixed time, if one was set).
     pub fn time(&self, seconds_from_now: i64) -> k8s_openapi::jiff::Timestamp {
-        use k8s_openapi::jiff::{SignedDuration, Timestamp};
-        let now = self.fixed_time.unwrap_or_else(|| {
-            // jiff is built without its `std` feature here, so read the clock through std.
-            let since_epoch = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            let seconds = i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX);
-            let nanos = i32::try_from(since_epoch.subsec_nanos()).unwrap_or(0);
-            Timestamp::new(seconds, nanos).unwrap_or(Timestamp::UNIX_EPOCH)
-        });
+        use k8s_openapi::jiff::SignedDuration;
+        let now = self.fixed_time.unwrap_or_else(wall_clock);
         now.checked_add(SignedDuration::from_secs(seconds_from_now))
             .unwrap_or(now)
     }
@@ -75,6 +67,18 @@ impl Stamps {
         ))
         .unwrap_or(serde_json::Value::Null)
     }
+}
+
+/// The time now, by the system clock (whatever [`crate::Config::fixed_time`] says).
+pub fn wall_clock() -> k8s_openapi::jiff::Timestamp {
+    use k8s_openapi::jiff::Timestamp;
+    // jiff is built without its `std` feature here, so read the clock through std.
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let seconds = i64::try_from(since_epoch.as_secs()).unwrap_or(i64::MAX);
+    let nanos = i32::try_from(since_epoch.subsec_nanos()).unwrap_or(0);
+    Timestamp::new(seconds, nanos).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
 /// A small splitmix64 generator: fast, seedable, and good enough for tests.

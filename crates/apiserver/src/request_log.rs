@@ -1,6 +1,8 @@
 //! The server's own record of the requests it answered, in the terms RBAC authorises them
-//! (verb, API group, resource, subresource, namespace, name) plus the client's `User-Agent`,
-//! the answer's status code and, for an accepted write, the object as answered.
+//! (verb, API group, resource, subresource, namespace, name, and the user when a token this
+//! server issued authenticated the request) plus the client's `User-Agent`, the answer's
+//! status code and, for an accepted write, the object as answered. Requests refused with a
+//! 401 for an expired or revoked token are recorded too, without a user.
 //!
 //! `plan` reports the writes the controllers made from this log, so what it prints is what
 //! reached the API server; the RBAC test checks every record against the manifests' rules.
@@ -16,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::rest::Target;
+use crate::tokens::ServiceAccountUser;
 
 /// One request, as an authoriser sees it, and how it was answered.
 #[derive(Debug, Clone, Serialize)]
@@ -26,12 +29,17 @@ pub struct RequestRecord {
     pub group: String,
     /// Resource plural, e.g. `endpointslices`.
     pub resource: String,
-    /// `status` for the status subresource.
+    /// `status` for the status subresource, `token` for a ServiceAccount's TokenRequest.
     pub subresource: Option<String>,
     /// The namespace in the path; `None` for cluster-scoped and all-namespace requests.
     pub namespace: Option<String>,
     /// The object's name: from the path, or for a create the name the server gave it.
     pub name: Option<String>,
+    /// Who sent the request: the ServiceAccount user
+    /// (`system:serviceaccount:{namespace}:{name}`) of a token this server issued through a
+    /// TokenRequest; `None` for every other request, which the server does not authenticate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// The `User-Agent` header, which tells the clients of one server apart.
     pub user_agent: Option<String>,
     /// The HTTP status code of the answer.
@@ -42,7 +50,8 @@ pub struct RequestRecord {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
     /// For a write the server accepted, the object as it answered it (absent for reads,
-    /// refusals and deletes answered with a Status), as the JSON text it sent: a slice of a
+    /// refusals, deletes answered with a Status and TokenRequests, whose answer is a
+    /// credential rather than a stored object), as the JSON text it sent: a slice of a
     /// hundred endpoints takes a tenth of the memory this way that it takes as a parsed
     /// `Value`, and `plan` keeps every write of a run. [`RequestRecord::parsed_object`] parses it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -56,9 +65,10 @@ impl RequestRecord {
             verb: verb.to_owned(),
             group: target.resource.group.to_owned(),
             resource: target.resource.plural.to_owned(),
-            subresource: target.status.then(|| "status".to_owned()),
+            subresource: target.subresource.map(|s| s.name().to_owned()),
             namespace: target.namespace.clone(),
             name: target.name.clone(),
+            user: target.user.as_ref().map(|u| u.username.clone()),
             user_agent: user_agent(headers),
             code,
             content_type: None,
@@ -67,8 +77,14 @@ impl RequestRecord {
     }
 
     /// A record of a create of a review (TokenReview, SubjectAccessReview): cluster-scoped,
-    /// unnamed and never stored.
-    pub(crate) fn review(group: &str, plural: &str, headers: &HeaderMap, code: u16) -> Self {
+    /// unnamed and never stored; `user` sent it, when a token this server issued says so.
+    pub(crate) fn review(
+        group: &str,
+        plural: &str,
+        headers: &HeaderMap,
+        user: Option<&ServiceAccountUser>,
+        code: u16,
+    ) -> Self {
         Self {
             verb: "create".to_owned(),
             group: group.to_owned(),
@@ -76,6 +92,7 @@ impl RequestRecord {
             subresource: None,
             namespace: None,
             name: None,
+            user: user.map(|u| u.username.clone()),
             user_agent: user_agent(headers),
             code,
             content_type: None,

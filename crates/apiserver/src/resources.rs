@@ -188,6 +188,11 @@ impl Resource {
         }
     }
 
+    /// Whether the resource has the `token` subresource (TokenRequest): only ServiceAccounts.
+    pub fn has_token(&self) -> bool {
+        self.group.is_empty() && self.kind == "ServiceAccount"
+    }
+
     /// Passes an object through its k8s-openapi type, which checks its shape and sets
     /// `apiVersion` and `kind`. Returns the serde message on a body of the wrong shape.
     pub(crate) fn normalize(&self, value: Value) -> Result<Value, String> {
@@ -216,6 +221,11 @@ fn roundtrip<T: DeserializeOwned + Serialize>(value: Value) -> Result<Value, Str
 /// The `namespaces` resource, which the namespace lifecycle rules need by name.
 pub fn namespaces() -> &'static Resource {
     &RESOURCES[0]
+}
+
+/// The `serviceaccounts` resource, whose tokens authenticate requests.
+pub fn service_accounts() -> &'static Resource {
+    find("", "v1", "serviceaccounts").expect("serviceaccounts is in RESOURCES")
 }
 
 /// Finds a resource by the group, version and plural of a request path.
@@ -251,6 +261,13 @@ mod tests {
     #[test]
     fn namespaces_is_the_first_resource() {
         assert_eq!(namespaces().plural, "namespaces");
+    }
+
+    #[test]
+    fn service_accounts_alone_have_a_token_subresource() {
+        assert_eq!(service_accounts().kind, "ServiceAccount");
+        let with_token: Vec<_> = RESOURCES.iter().filter(|r| r.has_token()).collect();
+        assert_eq!(with_token.len(), 1);
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! creating a `SubjectAccessReview` (authorization.k8s.io/v1) with `nonResourceAttributes`.
 //! Neither is stored: the server answers the review with its `status` filled in. Here the
 //! answers come from [`Reviews`]: a table of known tokens and a list of non-resource grants,
-//! set in [`crate::Config::reviews`] or with [`crate::ApiServer::set_reviews`]. The requests
+//! set in [`crate::Config::reviews`] or with [`crate::ApiServer::set_reviews`]. A TokenReview
+//! of a token the server issued itself through a TokenRequest is answered from what it knows
+//! of that token (`tokens`), as kube-apiserver validates its own service account tokens. The requests
 //! are counted, subject to faults and recorded in the request log like any other create, so
 //! tests can count review calls and the RBAC test sees them.
 
@@ -18,6 +20,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewStatus, UserInfo};
 use k8s_openapi::api::authorization::v1::{SubjectAccessReview, SubjectAccessReviewStatus};
 use serde::Serialize;
@@ -27,6 +30,7 @@ use crate::request_log::RequestRecord;
 use crate::rest::{object_response, read_body};
 use crate::state::Shared;
 use crate::status::ApiError;
+use crate::tokens::ServiceAccountUser;
 
 /// The group every authenticated user is in, as kube-apiserver adds it.
 const AUTHENTICATED_GROUP: &str = "system:authenticated";
@@ -223,14 +227,19 @@ impl Review {
     }
 }
 
+/// The ServiceAccount whose token authenticated the request, if one did.
+type User = Option<Extension<Arc<ServiceAccountUser>>>;
+
 /// `POST /apis/authentication.k8s.io/v1/tokenreviews`.
 pub(crate) async fn token_reviews(
     State(shared): State<Arc<Shared>>,
     method: Method,
     headers: HeaderMap,
+    user: User,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    serve(&shared, Review::Token, method, headers, body).await
+    let user = user.map(|Extension(u)| u);
+    serve(&shared, Review::Token, method, headers, user, body).await
 }
 
 /// `POST /apis/authorization.k8s.io/v1/subjectaccessreviews`.
@@ -238,9 +247,11 @@ pub(crate) async fn subject_access_reviews(
     State(shared): State<Arc<Shared>>,
     method: Method,
     headers: HeaderMap,
+    user: User,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    serve(&shared, Review::SubjectAccess, method, headers, body).await
+    let user = user.map(|Extension(u)| u);
+    serve(&shared, Review::SubjectAccess, method, headers, user, body).await
 }
 
 /// Answers a POST of a review: counted, subject to faults and recorded like other creates.
@@ -249,6 +260,7 @@ async fn serve(
     review: Review,
     method: Method,
     headers: HeaderMap,
+    user: Option<Arc<ServiceAccountUser>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     if method != Method::POST {
@@ -272,6 +284,7 @@ async fn serve(
             review.group(),
             review.plural(),
             &headers,
+            user.as_deref(),
             response.status().as_u16(),
         );
         record.content_type = response
@@ -289,7 +302,10 @@ fn answer(shared: &Shared, review: Review, body: &[u8]) -> Result<Response, ApiE
     match review {
         Review::Token => {
             let mut request: TokenReview = parse(body)?;
-            request.status = Some(reviews.authenticate(&request));
+            // Tokens this server issued first; the configured table answers for the rest.
+            let status = crate::tokens::review(shared, &request)
+                .unwrap_or_else(|| reviews.authenticate(&request));
+            request.status = Some(status);
             respond(&request)
         }
         Review::SubjectAccess => {

@@ -11,6 +11,7 @@ use crate::random::Stamps;
 use crate::request_log::RequestLog;
 use crate::reviews::Reviews;
 use crate::store::Store;
+use crate::tokens::Tokens;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
@@ -39,6 +40,8 @@ pub(crate) struct Shared {
     /// Whether watches may ask for `sendInitialEvents`.
     pub watch_list: std::sync::atomic::AtomicBool,
     reviews: RwLock<Arc<Reviews>>,
+    /// The ServiceAccount tokens issued through TokenRequests.
+    pub tokens: Tokens,
 }
 
 impl Shared {
@@ -57,6 +60,7 @@ impl Shared {
             bookmark_interval: config.bookmark_interval,
             watch_list: std::sync::atomic::AtomicBool::new(config.watch_list),
             reviews: RwLock::new(Arc::new(config.reviews.clone())),
+            tokens: Tokens::new(config.token_lifetime_cap),
         }
     }
 

@@ -186,6 +186,31 @@ impl ApiError {
         .with_details(d)
     }
 
+    /// 422 for an object of a kind that is not a stored resource (a TokenRequest), in the
+    /// same shape as [`Self::invalid_fields`]; an empty `name` is left out of the details, as
+    /// kube-apiserver leaves it out.
+    pub(crate) fn invalid_kind(
+        group: &str,
+        kind: &str,
+        name: &str,
+        summary: &str,
+        causes: Vec<Value>,
+    ) -> Self {
+        let mut d = Map::new();
+        if !name.is_empty() {
+            d.insert("name".into(), json!(name));
+        }
+        d.insert("group".into(), json!(group));
+        d.insert("kind".into(), json!(kind));
+        d.insert("causes".into(), Value::Array(causes));
+        Self::new(
+            422,
+            "Invalid",
+            format!("{kind}.{group} \"{name}\" is invalid: {summary}"),
+        )
+        .with_details(Value::Object(d))
+    }
+
     /// 422 for list or watch options that do not go together, with one `(field, reason,
     /// message)` per error, worded as kube-apiserver's ListOptions validation.
     pub fn invalid_list_options(errors: &[(&str, &str, String)]) -> Self {
@@ -300,6 +325,12 @@ impl ApiError {
             format!("Internal error occurred: {message}"),
         )
         .with_details(json!({ "causes": [{ "message": message }] }))
+    }
+
+    /// 401 for a request whose credentials do not authenticate, worded as kube-apiserver
+    /// words it (no details).
+    pub fn unauthorized() -> Self {
+        Self::new(401, "Unauthorized", "Unauthorized")
     }
 
     /// 429, as injected by faults.

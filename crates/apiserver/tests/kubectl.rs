@@ -427,6 +427,69 @@ async fn kubectl_typed_creates_send_protobuf_that_the_server_reads() {
 }
 
 #[tokio::test]
+async fn kubectl_creates_a_service_account_and_a_token_that_authenticates_it() {
+    let Some(k) =
+        Kubectl::start("kubectl_creates_a_service_account_and_a_token_that_authenticates_it").await
+    else {
+        return;
+    };
+    k.server.record_requests(true);
+    let ns = ["-n", "kube-system"];
+    k.run(
+        &[
+            &ns[..],
+            &["create", "serviceaccount", "endpoint-controller"],
+        ]
+        .concat(),
+        None,
+    )
+    .await;
+    let out = k
+        .run(
+            &[&ns[..], &["get", "sa", "endpoint-controller"]].concat(),
+            None,
+        )
+        .await;
+    let row: Vec<&str> = out.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&row[..2], ["endpoint-controller", "0"], "{out}");
+
+    // kubectl sends and accepts the TokenRequest as protobuf.
+    let token = k
+        .run(
+            &[&ns[..], &["create", "token", "endpoint-controller"]].concat(),
+            None,
+        )
+        .await;
+    let log = k.server.request_log();
+    let create = log.last().unwrap();
+    assert_eq!(
+        (create.verb.as_str(), create.resource.as_str()),
+        ("create", "serviceaccounts")
+    );
+    assert_eq!(create.subresource.as_deref(), Some("token"));
+    assert_eq!(
+        create.content_type.as_deref(),
+        Some("application/vnd.kubernetes.protobuf")
+    );
+
+    // kubectl sends credentials over TLS only, so the token is tried in-process.
+    use tower::ServiceExt;
+    let list = http::Request::get("/api/v1/namespaces/default/pods")
+        .header(
+            http::header::AUTHORIZATION,
+            format!("Bearer {}", token.trim()),
+        )
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = k.server.service().oneshot(list).await.unwrap();
+    assert_eq!(response.status(), http::StatusCode::OK);
+    assert_eq!(
+        k.server.request_log().last().unwrap().user.as_deref(),
+        Some("system:serviceaccount:kube-system:endpoint-controller")
+    );
+}
+
+#[tokio::test]
 async fn kubectl_explain_prints_field_descriptions_from_the_openapi_schemas() {
     let Some(k) =
         Kubectl::start("kubectl_explain_prints_field_descriptions_from_the_openapi_schemas").await

@@ -513,6 +513,15 @@ async fn service_accounts_are_served_like_other_kinds() {
         find("serviceaccounts").unwrap()["shortNames"],
         json!(["sa"])
     );
+    let token = find("serviceaccounts/token").expect("the token subresource is listed");
+    assert_eq!(
+        (&token["group"], &token["kind"], &token["verbs"]),
+        (
+            &json!("authentication.k8s.io"),
+            &json!("TokenRequest"),
+            &json!(["create"])
+        )
+    );
 }
 
 #[tokio::test]

@@ -125,6 +125,11 @@ pub fn message_name(api_version: &str, kind: &str) -> Option<&'static str> {
     message_for(schema, api_version, kind).map(|id| schema.message(id).full_name.as_str())
 }
 
+/// Whether objects of `kind` in `api_version` can be served as protobuf.
+pub(crate) fn supports_kind(api_version: &str, kind: &str) -> bool {
+    message_for(&SCHEMA, api_version, kind).is_some()
+}
+
 /// Whether objects of `resource` can be served as protobuf.
 pub(crate) fn supports(resource: &Resource) -> bool {
     let api_version = resource.api_version();
@@ -374,21 +379,29 @@ pub(crate) fn payload(body: &[u8]) -> Option<&[u8]> {
 /// Decodes a protobuf request body (magic included) into JSON, checking that it holds an
 /// object of `resource`'s kind.
 pub(crate) fn decode_body(resource: &Resource, body: &[u8]) -> Result<Value, ApiError> {
+    decode_kind_body(&resource.api_version(), resource.kind, body)
+}
+
+/// [`decode_body`] for an object of `kind` in `api_version` that is not a stored resource
+/// (a TokenRequest).
+pub(crate) fn decode_kind_body(
+    api_version: &str,
+    kind: &str,
+    body: &[u8],
+) -> Result<Value, ApiError> {
     let bad =
         |why: String| ApiError::bad_request(format!("the protobuf request body is invalid: {why}"));
     let envelope = open_envelope(body).map_err(|e| bad(e.to_string()))?;
-    let api_version = resource.api_version();
-    if envelope.api_version != api_version || envelope.kind != resource.kind {
+    if envelope.api_version != api_version || envelope.kind != kind {
         return Err(bad(format!(
-            "it holds a {} {}, not a {api_version} {}",
-            envelope.api_version, envelope.kind, resource.kind
+            "it holds a {} {}, not a {api_version} {kind}",
+            envelope.api_version, envelope.kind
         )));
     }
     let schema = &*SCHEMA;
-    let Some(id) = message_for(schema, &api_version, resource.kind) else {
+    let Some(id) = message_for(schema, api_version, kind) else {
         return Err(ApiError::unsupported_body(format!(
-            "protobuf bodies of {} are not supported; send application/json",
-            resource.qualified_name()
+            "protobuf bodies of {api_version} {kind} are not supported; send application/json"
         )));
     };
     let mut object = decode::message(schema, id, envelope.raw).map_err(|e| bad(e.to_string()))?;

@@ -67,6 +67,18 @@ fn resource_entries(group: &str, version: &str) -> Vec<Value> {
                 "verbs": verbs(true),
             }));
         }
+        if r.has_token() {
+            // A subresource of another group's kind, as kube-apiserver lists it.
+            entries.push(json!({
+                "name": format!("{}/token", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "group": "authentication.k8s.io",
+                "version": "v1",
+                "kind": "TokenRequest",
+                "verbs": ["create"],
+            }));
+        }
     }
     entries
 }

@@ -24,6 +24,7 @@ use crate::resources::{self, Resource};
 use crate::reviews::{self, Review};
 use crate::state::Shared;
 use crate::status::ApiError;
+use crate::tokens::{self, ServiceAccountUser, Verdict};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::DefaultBodyLimit;
@@ -32,6 +33,7 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
+use axum::Extension;
 use axum::Router;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -63,7 +65,82 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/apis/{group}/{version}/{*rest}", any(group_resource))
         .fallback(|| async { ApiError::no_route() })
         .layer(DefaultBodyLimit::max(limits::MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(shared.clone(), authenticate))
         .with_state(shared)
+}
+
+/// Authenticates a request carrying a bearer token this server issued ([`tokens`]): a valid
+/// one adds its ServiceAccount user to the request's extensions for the handlers (and the
+/// request log); an expired or revoked one is refused with kube-apiserver's 401, before any
+/// handler, count or fault. Any other request passes untouched, at the cost of one header
+/// lookup.
+async fn authenticate(
+    State(shared): State<Arc<Shared>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = tokens::bearer_token(request.headers()) else {
+        return next.run(request).await;
+    };
+    match tokens::authenticate(&shared, token) {
+        Verdict::NotIssued => next.run(request).await,
+        Verdict::User(user) => {
+            request.extensions_mut().insert(user);
+            next.run(request).await
+        }
+        Verdict::Refused(why) => {
+            tracing::debug!(path = %request.uri().path(), why, "refused a bearer token");
+            let encoding = negotiate::negotiate(request.headers(), true).unwrap_or_default();
+            let response = ApiError::unauthorized().into_response_as(encoding);
+            log_refused(&shared, &request, response)
+        }
+    }
+}
+
+/// Records a request refused before routing, in the terms its handler would have recorded
+/// it: resource requests and reviews (other paths are never recorded).
+fn log_refused(shared: &Shared, request: &Request, response: Response) -> Response {
+    if !shared.requests.enabled() {
+        return response;
+    }
+    let path = request.uri().path();
+    let (group, version, rest) = if let Some(rest) = path.strip_prefix("/api/v1/") {
+        ("", "v1", rest)
+    } else if let Some(Some((group, Some((version, rest))))) = path
+        .strip_prefix("/apis/")
+        .map(|p| p.split_once('/').map(|(g, r)| (g, r.split_once('/'))))
+    {
+        (group, version, rest)
+    } else {
+        return response;
+    };
+    let headers = request.headers();
+    let code = response.status().as_u16();
+    let mut record = match Review::in_group(group, version).filter(|r| r.plural() == rest) {
+        Some(review) => RequestRecord::review(review.group(), review.plural(), headers, None, code),
+        None => {
+            let Some(target) = parse_target(group, version, rest) else {
+                return response;
+            };
+            let params = query_params(request.uri()).unwrap_or_default();
+            let Some(verb) = verb_of(request.method(), &target, &params) else {
+                return response;
+            };
+            RequestRecord::new(verb, &target, headers, code)
+        }
+    };
+    record.content_type = content_type(&response);
+    shared.requests.push(record);
+    response
+}
+
+/// The Content-Type of a response, for the request log.
+fn content_type(response: &Response) -> Option<String> {
+    response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
 }
 
 /// Refuses a request for a JSON-only document that accepts protobuf alone, with 406 as
@@ -76,20 +153,42 @@ async fn json_documents(request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-/// What a resource path names.
+/// The subresources the server serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Subresource {
+    /// `status`, of resources with [`Resource::status`].
+    Status,
+    /// `token` of ServiceAccounts ([`Resource::has_token`]): create a TokenRequest.
+    Token,
+}
+
+impl Subresource {
+    /// The name in paths, RBAC rules and the request log.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Status => "status",
+            Self::Token => "token",
+        }
+    }
+}
+
+/// What a resource path names, and who asks.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
     pub resource: &'static Resource,
     /// The namespace in the path; `None` for cluster-scoped resources and all-namespace lists.
     pub namespace: Option<String>,
     pub name: Option<String>,
-    pub status: bool,
+    pub subresource: Option<Subresource>,
     /// `dryRun=All`: answer as the write would, but store nothing.
     pub dry_run: bool,
     /// The field manager a write is recorded under (see [`crate::managed_fields`]).
     pub manager: String,
     /// The encoding of the response, from the Accept header (see [`negotiate`]).
     pub encoding: Encoding,
+    /// The ServiceAccount whose token authenticated the request; `None` for the
+    /// unauthenticated requests that are the server's usual fare.
+    pub user: Option<Arc<ServiceAccountUser>>,
 }
 
 impl Target {
@@ -98,12 +197,17 @@ impl Target {
         self.namespace.as_deref().unwrap_or_default()
     }
 
-    /// The resource name used for counters and fault rules: `pods` or `pods/status`.
+    /// Whether the path names the status subresource.
+    pub fn is_status(&self) -> bool {
+        self.subresource == Some(Subresource::Status)
+    }
+
+    /// The resource name used for counters and fault rules: `pods`, `pods/status` or
+    /// `serviceaccounts/token`.
     pub fn label(&self) -> String {
-        if self.status {
-            format!("{}/status", self.resource.plural)
-        } else {
-            self.resource.plural.to_owned()
+        match self.subresource {
+            Some(sub) => format!("{}/{}", self.resource.plural, sub.name()),
+            None => self.resource.plural.to_owned(),
         }
     }
 }
@@ -121,10 +225,15 @@ fn parse_target(group: &str, version: &str, rest: &str) -> Option<Target> {
         [plural, tail @ ..] => (find(plural)?, None, tail),
         [] => return None,
     };
-    let (name, status) = match tail {
-        [] => (None, false),
-        [name] => (Some((*name).to_owned()), false),
-        [name, "status"] if resource.status => (Some((*name).to_owned()), true),
+    let (name, subresource) = match tail {
+        [] => (None, None),
+        [name] => (Some((*name).to_owned()), None),
+        [name, "status"] if resource.status => {
+            (Some((*name).to_owned()), Some(Subresource::Status))
+        }
+        [name, "token"] if resource.has_token() => {
+            (Some((*name).to_owned()), Some(Subresource::Token))
+        }
         _ => return None,
     };
     // A namespaced object must be addressed through its namespace.
@@ -135,11 +244,38 @@ fn parse_target(group: &str, version: &str, rest: &str) -> Option<Target> {
         resource,
         namespace,
         name,
-        status,
+        subresource,
         dry_run: false,
         manager: String::new(),
         encoding: Encoding::Json,
+        user: None,
     })
+}
+
+/// The verb a request is authorised and recorded as, or `None` for a method the path does
+/// not serve. The token subresource is create-only.
+fn verb_of(method: &Method, target: &Target, params: &Params) -> Option<&'static str> {
+    use Subresource::{Status, Token};
+    let verb = match (method, target.name.is_some(), target.subresource) {
+        (&Method::GET, true, None | Some(Status)) => "get",
+        (&Method::GET, false, None) if flag(params, "watch") => "watch",
+        (&Method::GET, false, None) => "list",
+        (&Method::POST, false, None) | (&Method::POST, true, Some(Token)) => "create",
+        (&Method::PUT, true, None | Some(Status)) => "update",
+        (&Method::PATCH, true, None | Some(Status)) => "patch",
+        (&Method::DELETE, true, None) => "delete",
+        (&Method::DELETE, false, None) => "deletecollection",
+        _ => return None,
+    };
+    Some(verb)
+}
+
+/// The query parameters of a request.
+fn query_params(uri: &Uri) -> Result<Params, ApiError> {
+    match Query::<Vec<(String, String)>>::try_from_uri(uri) {
+        Ok(Query(pairs)) => Ok(pairs.into_iter().collect()),
+        Err(e) => Err(ApiError::bad_request(format!("invalid query: {e}"))),
+    }
 }
 
 /// Query parameters, last value wins.
@@ -150,15 +286,25 @@ pub(crate) fn flag(params: &Params, key: &str) -> bool {
     params.get(key).is_some_and(|v| v == "1" || v == "true")
 }
 
+/// The ServiceAccount the [`authenticate`] layer found, if any.
+type User = Option<Extension<Arc<ServiceAccountUser>>>;
+
 async fn core_resource(
     State(shared): State<Arc<Shared>>,
     Path(rest): Path<String>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
+    user: User,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    serve(shared, "", "v1", &rest, method, uri, headers, body).await
+    let request = RequestParts {
+        method,
+        uri,
+        headers,
+        user: user.map(|Extension(u)| u),
+    };
+    serve(shared, "", "v1", &rest, request, body).await
 }
 
 async fn group_resource(
@@ -167,38 +313,54 @@ async fn group_resource(
     method: Method,
     uri: Uri,
     headers: HeaderMap,
+    user: User,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    serve(shared, &group, &version, &rest, method, uri, headers, body).await
+    let request = RequestParts {
+        method,
+        uri,
+        headers,
+        user: user.map(|Extension(u)| u),
+    };
+    serve(shared, &group, &version, &rest, request, body).await
 }
 
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the parts of one HTTP request, passed through once"
-)]
+/// The parts of a resource request besides its path and body.
+struct RequestParts {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    user: Option<Arc<ServiceAccountUser>>,
+}
+
 async fn serve(
     shared: Arc<Shared>,
     group: &str,
     version: &str,
     rest: &str,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
+    request: RequestParts,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let RequestParts {
+        method,
+        uri,
+        headers,
+        user,
+    } = request;
     // A Status has a protobuf form, so errors follow the Accept header whatever the path.
     let errors = negotiate::negotiate(&headers, true).unwrap_or_default();
     let fail = |error: ApiError| error.into_response_as(errors);
     let Some(mut target) = parse_target(group, version, rest) else {
         return fail(ApiError::no_route());
     };
+    target.user = user;
     let body = match read_body(body) {
         Ok(body) => body,
         Err(e) => return fail(e),
     };
-    let params: Params = match Query::<Vec<(String, String)>>::try_from_uri(&uri) {
-        Ok(Query(pairs)) => pairs.into_iter().collect(),
-        Err(e) => return fail(ApiError::bad_request(format!("invalid query: {e}"))),
+    let params = match query_params(&uri) {
+        Ok(params) => params,
+        Err(e) => return fail(e),
     };
     target.dry_run = match params.get("dryRun").map(String::as_str) {
         None | Some("") => false,
@@ -215,16 +377,8 @@ async fn serve(
             .get(http::header::USER_AGENT)
             .and_then(|v| v.to_str().ok()),
     );
-    let verb = match (&method, target.name.is_some()) {
-        (&Method::GET, true) => "get",
-        (&Method::GET, false) if flag(&params, "watch") => "watch",
-        (&Method::GET, false) => "list",
-        (&Method::POST, false) if !target.status => "create",
-        (&Method::PUT, true) => "update",
-        (&Method::PATCH, true) => "patch",
-        (&Method::DELETE, true) if !target.status => "delete",
-        (&Method::DELETE, false) => "deletecollection",
-        _ => return fail(ApiError::method_not_allowed()),
+    let Some(verb) = verb_of(&method, &target, &params) else {
+        return fail(ApiError::method_not_allowed());
     };
     if target.namespace.is_none() && target.resource.namespaced && verb != "list" && verb != "watch"
     {
@@ -247,9 +401,15 @@ async fn serve(
         Err(e) => return fail(e),
     };
     // Tables are JSON; objects and lists are protobuf when the client asks for it first.
+    let token = target.subresource == Some(Subresource::Token);
+    let has_protobuf = if token {
+        protobuf::supports_kind(tokens::API_VERSION, tokens::KIND)
+    } else {
+        protobuf::supports(target.resource)
+    };
     target.encoding = match table {
         Some(_) => Encoding::Json,
-        None => match negotiate::negotiate(&headers, protobuf::supports(target.resource)) {
+        None => match negotiate::negotiate(&headers, has_protobuf) {
             Ok(encoding) => encoding,
             Err(e) => return log_request(&shared, verb, &target, &headers, e.into_response()),
         },
@@ -267,6 +427,7 @@ async fn serve(
             let response = watch::watch(shared.clone(), target.clone(), &params, table);
             return log_request(&shared, verb, &target, &headers, response);
         }
+        "create" if token => tokens::request_token(&shared, &target, &body),
         "create" => write::create_request(&shared, &target, &body),
         "update" => write::update_request(&shared, &target, &body),
         "patch" => patch::patch_request(&shared, &target, &headers, &body),
@@ -297,11 +458,7 @@ fn log_request(
     }
     let code = response.status();
     let mut record = RequestRecord::new(verb, target, headers, code.as_u16());
-    record.content_type = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    record.content_type = content_type(&response);
     let keep_object = code.is_success()
         && !target.dry_run
         && matches!(verb, "create" | "update" | "patch" | "delete");
@@ -397,16 +554,19 @@ mod tests {
             ("pods", Some("default"), None)
         );
         let t = parse_target("", "v1", "namespaces/default/pods/web/status").unwrap();
-        assert_eq!((t.name.as_deref(), t.status), (Some("web"), true));
+        assert_eq!((t.name.as_deref(), t.is_status()), (Some("web"), true));
         let t = parse_target("", "v1", "namespaces/default").unwrap();
         assert_eq!(
             (t.resource.plural, t.name.as_deref()),
             ("namespaces", Some("default"))
         );
         let t = parse_target("", "v1", "namespaces/default/status").unwrap();
-        assert!(t.status);
+        assert!(t.is_status());
         let t = parse_target("", "v1", "nodes/n1/status").unwrap();
-        assert_eq!((t.resource.plural, t.status), ("nodes", true));
+        assert_eq!((t.resource.plural, t.is_status()), ("nodes", true));
+        let t = parse_target("", "v1", "namespaces/kube-system/serviceaccounts/sa/token").unwrap();
+        assert_eq!(t.subresource, Some(Subresource::Token));
+        assert_eq!(t.label(), "serviceaccounts/token");
         let t = parse_target("", "v1", "pods").unwrap();
         assert_eq!((t.resource.plural, t.namespace), ("pods", None));
         let t = parse_target("discovery.k8s.io", "v1", "namespaces/a/endpointslices/s").unwrap();
@@ -418,6 +578,7 @@ mod tests {
         assert!(parse_target("", "v1", "deployments").is_none());
         assert!(parse_target("", "v1", "pods/web").is_none());
         assert!(parse_target("", "v1", "namespaces/a/endpoints/e/status").is_none());
+        assert!(parse_target("", "v1", "namespaces/a/pods/p/token").is_none());
         assert!(parse_target("", "v1", "namespaces//pods").is_none());
         assert!(parse_target("discovery.k8s.io", "v1", "nodes").is_none());
     }

@@ -73,7 +73,7 @@ fn patch(
     let namespace = target.store_namespace();
     let name = target.name.as_deref().unwrap_or_default();
     let Some(current) = cluster.store.get(resource, namespace, name).cloned() else {
-        if kind == PatchKind::Apply && !target.status {
+        if kind == PatchKind::Apply && !target.is_status() {
             let mut object = apply_body(body)?;
             set_meta(&mut object, "name", json!(name));
             let writer = Writer {
@@ -88,7 +88,7 @@ fn patch(
         return Err(ApiError::not_found(resource, name));
     };
     let mut doc = (*current).clone();
-    let mut writer = Writer::update(&target.manager, target.status);
+    let mut writer = Writer::update(&target.manager, target.is_status());
     match kind {
         PatchKind::Json => {
             let ops: json_patch::Patch = serde_json::from_slice(body)
@@ -115,7 +115,7 @@ fn patch(
         namespace,
         name,
         doc,
-        target.status,
+        target.is_status(),
         writer,
     )
 }

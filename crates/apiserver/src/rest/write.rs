@@ -375,7 +375,7 @@ pub(crate) fn update_request(
     let value = parse_body(target.resource, body)?;
     let name = target.name.as_deref().unwrap_or_default();
     validation::check_put_name(&value, name)?;
-    let writer = Writer::update(&target.manager, target.status);
+    let writer = Writer::update(&target.manager, target.is_status());
     let (object, created) = shared.mutate(target.dry_run, |c| {
         update_as(
             c,
@@ -383,7 +383,7 @@ pub(crate) fn update_request(
             target.store_namespace(),
             name,
             value,
-            target.status,
+            target.is_status(),
             Some(&writer),
         )
     })?;

@@ -228,6 +228,23 @@ pub(crate) fn invalid_each(
 /// The 422 kube-apiserver answers for an object with field errors: the message lists every
 /// distinct error (in brackets when there are several), and each becomes a cause.
 pub(crate) fn into_api_error(resource: &Resource, name: &str, errors: &[FieldError]) -> ApiError {
+    let (summary, causes) = summary_and_causes(errors);
+    ApiError::invalid_fields(resource, name, &summary, causes)
+}
+
+/// [`into_api_error`] for a kind that is not a stored resource (a TokenRequest), named by its
+/// group and kind.
+pub(crate) fn into_kind_error(
+    group: &str,
+    kind: &str,
+    name: &str,
+    errors: &[FieldError],
+) -> ApiError {
+    let (summary, causes) = summary_and_causes(errors);
+    ApiError::invalid_kind(group, kind, name, &summary, causes)
+}
+
+fn summary_and_causes(errors: &[FieldError]) -> (String, Vec<serde_json::Value>) {
     let mut seen: Vec<String> = Vec::new();
     for error in errors {
         let text = error.to_string();
@@ -243,7 +260,7 @@ pub(crate) fn into_api_error(resource: &Resource, name: &str, errors: &[FieldErr
         .iter()
         .map(|e| json!({"reason": e.reason(), "message": e.body(), "field": e.field()}))
         .collect();
-    ApiError::invalid_fields(resource, name, &summary, causes)
+    (summary, causes)
 }
 
 #[cfg(test)]

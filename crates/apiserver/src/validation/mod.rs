@@ -23,7 +23,7 @@
 
 mod endpoint_slice;
 mod endpoints;
-mod field;
+pub(crate) mod field;
 mod formats;
 mod meta;
 mod pod;
