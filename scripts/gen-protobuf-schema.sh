@@ -25,7 +25,7 @@ tag=${3:-v0.36.2}
 out="$here/crates/apiserver/src/protobuf/schema"
 command -v protoc >/dev/null || { echo "gen-protobuf-schema: protoc is not installed" >&2; exit 1; }
 
-api_packages="core/v1 discovery/v1 coordination/v1 events/v1"
+api_packages="core/v1 discovery/v1 coordination/v1 events/v1 authentication/v1"
 machinery_packages="pkg/apis/meta/v1 pkg/runtime pkg/runtime/schema pkg/api/resource pkg/util/intstr"
 
 work=$(mktemp -d)
