@@ -24,6 +24,9 @@ use tokio::time::{Instant, Sleep};
 use crate::rest_metrics::{host_label, RateLimiterObserver, RestClientMetrics};
 use crate::token_bucket::TokenBucket;
 
+/// The `User-Agent` of every request: the program and its version.
+pub const USER_AGENT: &str = concat!("kube-endpoints/", env!("CARGO_PKG_VERSION"));
+
 /// How to reach the API server and how hard to use it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClientSettings {
@@ -48,6 +51,9 @@ pub struct ClientSettings {
     pub write_timeout: Duration,
     /// `--kube-api-content-type`: protobuf (the default) or JSON.
     pub encoding: crate::wire::Encoding,
+    /// `--use-service-account-credentials`: each controller acts as its own ServiceAccount
+    /// in kube-system (see [`crate::service_accounts`]).
+    pub use_service_account_credentials: bool,
 }
 
 impl Default for ClientSettings {
@@ -61,6 +67,7 @@ impl Default for ClientSettings {
             read_timeout: Duration::from_secs(300),
             write_timeout: Duration::from_secs(30),
             encoding: crate::wire::Encoding::default(),
+            use_service_account_credentials: false,
         }
     }
 }
@@ -95,6 +102,9 @@ pub enum ClientError {
     /// `--master` is not a URL.
     #[error("--master {0:?} is not a URL")]
     Master(String),
+    /// A controller's ServiceAccount token could not be had.
+    #[error(transparent)]
+    Credentials(#[from] crate::service_accounts::CredentialsError),
 }
 
 /// Builds the client from `--kubeconfig` (or the inferred config) and the settings.
@@ -144,10 +154,26 @@ pub fn metered_client_from_config(
     settings: &ClientSettings,
     metrics: &RestClientMetrics,
 ) -> Result<Client, ClientError> {
+    let limit = QpsLimitLayer::new(f64::from(settings.qps), settings.burst);
+    metered_client(config, settings, metrics, &limit, None)
+}
+
+/// A client for `config` taking its tokens from `limit` (clones of one layer share a
+/// bucket), counting its requests in `metrics` and, given a `bearer`, sending its token
+/// in place of the config's credentials.
+pub fn metered_client(
+    config: Config,
+    settings: &ClientSettings,
+    metrics: &RestClientMetrics,
+    limit: &QpsLimitLayer,
+    bearer: Option<&crate::service_accounts::BearerLayer>,
+) -> Result<Client, ClientError> {
     let host = host_label(&config.cluster_url);
-    let limit = QpsLimitLayer::new(f64::from(settings.qps), settings.burst)
+    let limit = limit
+        .clone()
         .observed_by(metrics.rate_limiter(host.clone()));
     Ok(builder(config, settings)?
+        .with_layer(&tower::util::option_layer(bearer.cloned()))
         .with_layer(&limit)
         .with_layer(&metrics.layer(host))
         .build())
@@ -182,6 +208,17 @@ fn builder(
     settings: &ClientSettings,
 ) -> Result<ClientBuilder<impl KubeService>, ClientError> {
     config.default_retry = false;
+    // Named in the API server's audit log and request metrics, as upstream's clients are.
+    if !config
+        .headers
+        .iter()
+        .any(|(name, _)| name == http::header::USER_AGENT)
+    {
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static(USER_AGENT),
+        ));
+    }
     config.connect_timeout = Some(settings.connect_timeout);
     config.read_timeout = Some(settings.read_timeout);
     config.reset_reader_on_write = true;

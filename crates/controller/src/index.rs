@@ -7,7 +7,7 @@ use crate::migration_guard::ManagedFieldsTap;
 use k8s_openapi::api::core::v1::{Endpoints, Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::watcher;
-use kube::{Api, Client};
+use kube::Api;
 use reconcile::keys::ServiceKey;
 use reconcile::projection::{
     LabelSet, NodeInfo, PartialPod, PodInfo, ServiceInfo, StoredEndpoints, StoredSlice,
@@ -160,7 +160,8 @@ impl Informers {
     /// Informers over all namespaces. Objects are projected to the compact views of
     /// `reconcile::projection`; slices and Endpoints are kept in full, with their endpoints and
     /// addresses in a compact form (`StoredSlice`, `StoredEndpoints`).
-    pub fn new(client: &Client, wire: &crate::wire::Negotiated) -> Self {
+    pub fn new(clients: &crate::InformerClients, wire: &crate::wire::Negotiated) -> Self {
+        use crate::service_accounts::Watched;
         // The first state comes as a streaming list (a watch with `sendInitialEvents`, what
         // kube-apiserver calls WatchList, on by default since v1.34): served from the watch
         // cache, and decoded one object at a time instead of a page of 500 at once. A server
@@ -171,36 +172,48 @@ impl Informers {
         let tap = ManagedFieldsTap::new(k8s_openapi::jiff::Timestamp::now());
         // Pods are decoded straight into the fields the projection reads (see PartialPod).
         let pods = Informer::new(
-            Api::<PartialPod>::all(client.clone()),
+            Api::<PartialPod>::all(clients.of(Watched::Pods).clone()),
             cfg(),
             |p: PartialPod| PodInfo::from_partial(&p).map(Arc::new),
         )
         .with_wire(wire.clone());
-        let services = Informer::new(Api::<Service>::all(client.clone()), cfg(), |s: Service| {
-            ServiceInfo::from_service(&s).map(Arc::new)
-        })
+        let services = Informer::new(
+            Api::<Service>::all(clients.of(Watched::Services).clone()),
+            cfg(),
+            |s: Service| ServiceInfo::from_service(&s).map(Arc::new),
+        )
         .with_wire(wire.clone());
-        let nodes = Informer::new(Api::<Node>::all(client.clone()), cfg(), |n: Node| {
-            NodeInfo::from_node(&n).map(Arc::new)
-        })
+        let nodes = Informer::new(
+            Api::<Node>::all(clients.of(Watched::Nodes).clone()),
+            cfg(),
+            |n: Node| NodeInfo::from_node(&n).map(Arc::new),
+        )
         .with_wire(wire.clone());
-        let slices = Informer::new(Api::<EndpointSlice>::all(client.clone()), cfg(), {
-            let tap = tap.clone();
-            move |mut s: EndpointSlice| {
-                tap.slice(&s);
-                s.metadata.managed_fields = None;
-                Some(Arc::new(StoredSlice::new(s)))
-            }
-        })
+        let slices = Informer::new(
+            Api::<EndpointSlice>::all(clients.of(Watched::EndpointSlices).clone()),
+            cfg(),
+            {
+                let tap = tap.clone();
+                move |mut s: EndpointSlice| {
+                    tap.slice(&s);
+                    s.metadata.managed_fields = None;
+                    Some(Arc::new(StoredSlice::new(s)))
+                }
+            },
+        )
         .with_wire(wire.clone());
-        let endpoints = Informer::new(Api::<Endpoints>::all(client.clone()), cfg(), {
-            let tap = tap.clone();
-            move |mut e: Endpoints| {
-                tap.endpoints(&e);
-                e.metadata.managed_fields = None;
-                Some(Arc::new(StoredEndpoints::new(e)))
-            }
-        })
+        let endpoints = Informer::new(
+            Api::<Endpoints>::all(clients.of(Watched::Endpoints).clone()),
+            cfg(),
+            {
+                let tap = tap.clone();
+                move |mut e: Endpoints| {
+                    tap.endpoints(&e);
+                    e.metadata.managed_fields = None;
+                    Some(Arc::new(StoredEndpoints::new(e)))
+                }
+            },
+        )
         .with_wire(wire.clone());
         let slice_store = slices.store();
         let stores = Stores {

@@ -50,6 +50,7 @@ pub mod queue;
 pub mod replica;
 pub mod rest_metrics;
 pub mod secure_serving;
+pub mod service_accounts;
 pub mod service_queuer;
 pub mod service_workers;
 pub mod shadow;
@@ -71,7 +72,7 @@ use crate::health::Readiness;
 use crate::index::{Handlers, Informers};
 use crate::informer::Synced;
 use crate::mirroring::MirroringController;
-pub use clients::Clients;
+pub use clients::{Clients, InformerClients};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

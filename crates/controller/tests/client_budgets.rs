@@ -4,6 +4,9 @@
 //!
 //! The budgets are made so small that a spent one refills only after the test is over; which
 //! writes went through is then a matter of counting, not of timing.
+//!
+//! With `--use-service-account-credentials` the clients carry a ServiceAccount's token each,
+//! which they renew when the API server stops accepting it.
 
 mod support;
 
@@ -68,7 +71,7 @@ async fn a_controller_that_spent_its_budget_does_not_hold_back_another_controlle
     }
     let unlimited = cluster.client.clone();
     let clients = Clients {
-        informers: unlimited.clone(),
+        informers: unlimited.clone().into(),
         endpoints: unlimited.clone(),
         endpoint_slices: cluster.limited_client(STALLED_QPS, 1),
         mirroring: cluster.limited_client(STALLED_QPS, 1),
@@ -112,5 +115,96 @@ async fn a_controller_that_spent_its_budget_does_not_hold_back_another_controlle
     // ... while the EndpointSlice controller still has all but one of its writes queued.
     let written = slices_managed_by(&cluster, SLICE_CONTROLLER_NAME).await?;
     assert_eq!(written.len(), 1, "{}", pretty(&written));
+    Ok(())
+}
+
+/// Tokens that expire after two seconds: once they have, the controllers' next requests get
+/// 401, their tokens are renewed, and the retried syncs write what the cluster now asks for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go_on(
+) -> anyhow::Result<()> {
+    use controller::client::ClientSettings;
+    use controller::rest_metrics::RestClientMetrics;
+    use controller::service_accounts::Identity;
+    use std::time::Duration;
+
+    let cluster = TestCluster::start().await;
+    cluster.server.record_requests(true);
+    cluster
+        .server
+        .set_token_lifetime_cap(Some(Duration::from_secs(2)));
+    let dir = tempfile::tempdir()?;
+    let serving = tokio_util::sync::CancellationToken::new();
+    let _serving = serving.clone().drop_guard();
+    let settings = ClientSettings {
+        kubeconfig: Some(cluster.serve_with_kubeconfig(dir.path(), serving).await?),
+        qps: 1000.0,
+        burst: 1000,
+        use_service_account_credentials: true,
+        ..ClientSettings::default()
+    };
+    let metrics = RestClientMetrics::register(&prometheus::Registry::new())?;
+    let clients = Clients::build(&settings, &metrics, &Identity::ALL).await?;
+    let _controllers = cluster.run_controllers_with(options(), clients).await;
+
+    cluster
+        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
+        .await?;
+    cluster
+        .create_pod(
+            &support::pod("web-1")
+                .label("app", "web")
+                .ip("10.0.0.1")
+                .ready(true),
+        )
+        .await?;
+    cluster
+        .wait_for_slices(NS, "web", "one pod", |s| support::pod_names(s) == ["web-1"])
+        .await;
+    // Past the tokens' life: the next writes are refused until the tokens are renewed.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    cluster
+        .create_pod(
+            &support::pod("web-2")
+                .label("app", "web")
+                .ip("10.0.0.2")
+                .ready(true),
+        )
+        .await?;
+    cluster
+        .wait_for_slices(NS, "web", "two pods", |s| {
+            support::pod_names(s) == ["web-1", "web-2"]
+        })
+        .await;
+    cluster.wait_for_planned_endpoints(NS, "web").await;
+
+    let log = cluster.server.request_log();
+    let refused = log.iter().filter(|r| r.code == 401).count();
+    assert!(
+        refused > 0,
+        "no request was refused: the tokens did not expire"
+    );
+    let renewed = |account: &str| {
+        log.iter()
+            .filter(|r| {
+                r.resource == "serviceaccounts"
+                    && r.subresource.as_deref() == Some("token")
+                    && r.name.as_deref() == Some(account)
+                    && r.succeeded()
+            })
+            .count()
+    };
+    assert!(
+        renewed("endpointslice-controller") >= 2,
+        "the EndpointSlice controller's token was not renewed"
+    );
+    let slice_writer = Some(Identity::EndpointSlices.username());
+    assert!(
+        log.iter().any(|r| r.resource == "endpointslices"
+            && r.verb == "update"
+            && r.succeeded()
+            && r.user == slice_writer),
+        "the slice was not rewritten with the renewed token"
+    );
     Ok(())
 }

@@ -29,6 +29,13 @@ pub struct ControllerFlags {
     /// decode) or `application/json`. With protobuf, a server that refuses it gets JSON.
     #[arg(long, default_value = controller::wire::PROTOBUF, value_parser = parse_content_type)]
     pub kube_api_content_type: controller::wire::Encoding,
+    /// Run each controller as its own ServiceAccount in kube-system (`endpoint-controller`,
+    /// `endpointslice-controller`, `endpointslicemirroring-controller`, created if missing),
+    /// with tokens from the TokenRequest API, so that the cluster's bootstrap roles
+    /// `system:controller:*` apply and the audit log names the controller. The --kubeconfig
+    /// identity keeps the Lease and obtains the tokens.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
+    pub use_service_account_credentials: bool,
     /// Address for /metrics, /healthz, /livez and /readyz, on both ports.
     #[arg(long, default_value = "0.0.0.0")]
     pub bind_address: IpAddr,
@@ -204,6 +211,7 @@ impl ControllerFlags {
         s.client.qps = self.kube_api_qps;
         s.client.burst = self.kube_api_burst;
         s.client.encoding = self.kube_api_content_type;
+        s.client.use_service_account_credentials = self.use_service_account_credentials;
         s.serving.bind_address = self.bind_address;
         // Upstream's --port 0 meant "no plain HTTP"; so does ours.
         s.serving.port = self.port.filter(|port| *port != 0);

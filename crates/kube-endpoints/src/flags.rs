@@ -205,6 +205,22 @@ pub struct EnabledControllers {
     pub mirroring: bool,
 }
 
+impl EnabledControllers {
+    /// The ServiceAccounts the enabled controllers act as with
+    /// `--use-service-account-credentials`.
+    pub fn identities(&self) -> Vec<controller::service_accounts::Identity> {
+        use controller::service_accounts::Identity;
+        [
+            (self.endpoints, Identity::Endpoints),
+            (self.endpoint_slices, Identity::EndpointSlices),
+            (self.mirroring, Identity::Mirroring),
+        ]
+        .into_iter()
+        .filter_map(|(on, identity)| on.then_some(identity))
+        .collect()
+    }
+}
+
 /// A controller kube-endpoints runs, by the names kube-controller-manager accepts for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Known {

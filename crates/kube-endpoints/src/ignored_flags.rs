@@ -143,7 +143,6 @@ pub const IGNORED: &[(&str, Takes)] = &[
     ("tls-sni-cert-key", Takes::Value),
     ("unhealthy-zone-threshold", Takes::Value),
     ("unsupported-kube-api-over-localhost", Takes::Bool),
-    ("use-service-account-credentials", Takes::Bool),
 ];
 
 /// What the command line holds once the ignored flags are taken out.
@@ -236,18 +235,28 @@ mod tests {
             "--kubeconfig=/k",
             "--cluster-cidr=10.244.0.0/16",
             "--use-service-account-credentials=true",
+            "--unsupported-kube-api-over-localhost=true",
             "--leader-elect",
             "true",
         ])
         .unwrap();
-        assert_eq!(args, ["run", "--kubeconfig=/k", "--leader-elect", "true"]);
+        assert_eq!(
+            args,
+            [
+                "run",
+                "--kubeconfig=/k",
+                "--use-service-account-credentials=true",
+                "--leader-elect",
+                "true"
+            ]
+        );
         assert_eq!(
             ignored,
             [
                 "--allocate-node-cidrs",
                 "--cluster-name=kubernetes",
                 "--cluster-cidr=10.244.0.0/16",
-                "--use-service-account-credentials=true"
+                "--unsupported-kube-api-over-localhost=true"
             ]
         );
     }

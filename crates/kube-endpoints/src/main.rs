@@ -189,9 +189,9 @@ mod tests {
                 "--root-ca-file=/etc/kubernetes/pki/ca.crt",
                 "--service-account-private-key-file=/etc/kubernetes/pki/sa.key",
                 "--service-cluster-ip-range=10.96.0.0/12",
-                "--use-service-account-credentials=true",
             ]
         );
+        assert!(args.controllers.use_service_account_credentials);
         let enabled = args.controllers.enabled().expect("ours, all of them");
         assert!(enabled.endpoints && enabled.endpoint_slices && enabled.mirroring);
         assert_eq!(

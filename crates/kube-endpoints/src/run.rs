@@ -152,10 +152,12 @@ impl Session {
             .context("registering the process metrics")?;
         let rest_metrics = controller::rest_metrics::RestClientMetrics::register(&registry)
             .context("registering the REST client metrics")?;
-        let clients = controller::Clients::build(&settings.client, &rest_metrics)
-            .await
-            .context("connecting to the API server")?;
-        let client = clients.informers.clone();
+        let clients =
+            controller::Clients::build(&settings.client, &rest_metrics, &enabled.identities())
+                .await
+                .context("connecting to the API server")?;
+        // The process's own identity, whichever the controllers use.
+        let client = clients.leader_election.clone();
         let shutdown = CancellationToken::new();
         cancel_on_signals(shutdown.clone());
         let readiness = Readiness::new();

@@ -212,6 +212,31 @@ impl TestCluster {
         Self { server, client }
     }
 
+    /// Serves the cluster over TCP until `stop` and writes a kubeconfig for it (a user
+    /// without credentials) into `dir`, for clients built the way `run` builds them.
+    pub async fn serve_with_kubeconfig(
+        &self,
+        dir: &std::path::Path,
+        stop: CancellationToken,
+    ) -> std::io::Result<std::path::PathBuf> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let server = self.server.clone();
+        tokio::spawn(async move { server.serve(listener, stop.cancelled_owned()).await });
+        let path = dir.join("kubeconfig");
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\n\
+                 clusters: [{{name: test, cluster: {{server: \"{url}\"}}}}]\n\
+                 users: [{{name: test, user: {{}}}}]\n\
+                 contexts: [{{name: test, context: {{cluster: test, user: test}}}}]\n\
+                 current-context: test\n"
+            ),
+        )?;
+        Ok(path)
+    }
+
     /// The server's fault settings.
     pub fn faults(&self) -> &Faults {
         self.server.faults()
