@@ -2,6 +2,12 @@
 //! with its request log on, and every request they sent must be granted by the RBAC
 //! manifests in `deploy/`, while every verb a rule there grants must have been used.
 //!
+//! The same holds for `overlays/service-account-credentials/`, per identity: with
+//! `--use-service-account-credentials` each controller's requests (told apart by the user
+//! the server authenticated) must be granted by its bootstrap ClusterRole
+//! (`tests/data/bootstrap-controller-roles-v1.36.yaml`, as every cluster has them), and the
+//! process's own requests by the overlay's rules, every one of which must be used.
+//!
 //! The controllers get their own client, marked by a `User-Agent`, so the requests the test
 //! itself makes to set scenes up are told apart. One grant is needed without a request: the
 //! OwnerReferencesPermissionEnforcement admission plugin lets a client set
@@ -17,10 +23,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::{FaultResponse, NonResourceGrant, RequestRecord, Reviews, TokenUser};
+use controller::client::ClientSettings;
 use controller::config::LeaderElectionSettings;
 use controller::health::{self, Liveness, Readiness};
 use controller::leader::{LeaderElector, LeadershipEnd};
+use controller::rest_metrics::RestClientMetrics;
 use controller::secure_serving::{self, Access, SecureServingSettings};
+use controller::service_accounts::Identity;
+use controller::Clients;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding};
 use kube::Client;
 use prometheus::Registry;
@@ -89,25 +99,69 @@ fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
 }
 
-/// The YAML documents of every file the kustomization lists.
-fn manifests() -> Vec<(String, Value)> {
-    let dir = deploy_dir();
-    let kustomization: Value = serde_norway::from_str(
-        &std::fs::read_to_string(dir.join("kustomization.yaml")).expect("reading kustomization"),
-    )
-    .expect("parsing kustomization");
+/// Which manifests: `deploy/` as it is, or with the service-account-credentials overlay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    Deploy,
+    ServiceAccounts,
+}
+
+fn overlay_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../overlays/service-account-credentials")
+}
+
+fn read_yaml(path: &Path) -> Value {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_norway::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+}
+
+/// The YAML documents of every file a kustomization in `dir` lists, by file name; a
+/// directory among them (the overlay's base) is read the same way.
+fn kustomization_files(dir: &Path) -> Vec<(String, Value)> {
+    let kustomization = read_yaml(&dir.join("kustomization.yaml"));
     let files = kustomization["resources"]
         .as_array()
         .expect("kustomization resources");
-    files
-        .iter()
-        .map(|f| f.as_str().expect("a file name").to_owned())
-        .map(|file| {
-            let text = std::fs::read_to_string(dir.join(&file)).expect("reading a manifest");
-            let value: Value = serde_norway::from_str(&text).expect("parsing a manifest");
-            (file, value)
-        })
-        .collect()
+    let mut out = Vec::new();
+    for file in files.iter().map(|f| f.as_str().expect("a file name")) {
+        let path = dir.join(file);
+        if path.is_dir() {
+            out.extend(kustomization_files(&path));
+        } else {
+            out.push((file.to_owned(), read_yaml(&path)));
+        }
+    }
+    out
+}
+
+/// The manifests of `variant`. The overlay's strategic-merge patches of RBAC objects
+/// replace their rules whole, as kustomize applies them (rules have no merge key).
+fn manifests(variant: Variant) -> Vec<(String, Value)> {
+    match variant {
+        Variant::Deploy => kustomization_files(&deploy_dir()),
+        Variant::ServiceAccounts => {
+            let dir = overlay_dir();
+            let mut objects = kustomization_files(&dir);
+            let kustomization = read_yaml(&dir.join("kustomization.yaml"));
+            for patch in kustomization["patches"].as_array().into_iter().flatten() {
+                let Some(file) = patch["path"].as_str() else {
+                    continue;
+                };
+                let patch = read_yaml(&dir.join(file));
+                let target = objects
+                    .iter_mut()
+                    .find(|(_, o)| {
+                        o["kind"] == patch["kind"]
+                            && o["metadata"]["name"] == patch["metadata"]["name"]
+                    })
+                    .unwrap_or_else(|| panic!("{file} patches nothing"));
+                target.0 = format!("overlay {file}");
+                target.1["rules"] = patch["rules"].clone();
+            }
+            objects
+        }
+    }
 }
 
 fn parse<T: serde::de::DeserializeOwned>(file: &str, value: &Value) -> T {
@@ -125,7 +179,12 @@ fn binds_us(subjects: Option<&Vec<k8s_openapi::api::rbac::v1::Subject>>) -> bool
 
 /// The rules bound to our ServiceAccount, following bindings to their roles.
 fn grants() -> Vec<Grant> {
-    let manifests = manifests();
+    grants_of(Variant::Deploy)
+}
+
+/// The rules `variant` binds to our ServiceAccount.
+fn grants_of(variant: Variant) -> Vec<Grant> {
+    let manifests = manifests(variant);
     let of_kind = |kind: &str| {
         manifests
             .iter()
@@ -294,16 +353,48 @@ fn election() -> LeaderElectionSettings {
     }
 }
 
+/// Who sent a request: `None` for the process's own identity (`--kubeconfig`'s user, the
+/// only one without service-account credentials), else the ServiceAccount's user name.
+type User = Option<String>;
+
 /// Creates, scales, fails and deletes Services while the controllers run behind a Lease,
-/// and returns what they asked of the server, plus the grants their writes imply.
-async fn controllers_requests() -> anyhow::Result<BTreeSet<Attributes>> {
+/// and returns what they asked of the server, by whom, plus the grants their writes imply.
+async fn controllers_requests(variant: Variant) -> anyhow::Result<BTreeSet<(User, Attributes)>> {
     let cluster = TestCluster::start().await;
     cluster.server.record_requests(true);
     // With streaming lists the informers read everything through watches; against a server
     // without them (v1.33) they list, which deploy/ must grant as well. Play that server, so
     // that both verbs are used (a streaming list is authorized as a watch).
     cluster.server.set_watch_list(false);
-    let client = controllers_client(&cluster);
+    let serving = CancellationToken::new();
+    let _serving = serving.clone().drop_guard();
+    let dir = tempfile::tempdir()?;
+    // The clients, the process's own, and how their requests are told from the test's.
+    let (clients, own, ours): (Clients, Client, fn(&RequestRecord) -> bool) = match variant {
+        Variant::Deploy => {
+            let client = controllers_client(&cluster);
+            (client.clone().into(), client, |r| {
+                r.user_agent.as_deref() == Some(AGENT)
+            })
+        }
+        Variant::ServiceAccounts => {
+            let settings = ClientSettings {
+                kubeconfig: Some(cluster.serve_with_kubeconfig(dir.path(), serving).await?),
+                qps: 1000.0,
+                burst: 1000,
+                use_service_account_credentials: true,
+                ..ClientSettings::default()
+            };
+            let metrics = RestClientMetrics::register(&Registry::new())?;
+            let clients = Clients::build(&settings, &metrics, &Identity::ALL).await?;
+            let own = clients.leader_election.clone();
+            (clients, own, |r| {
+                r.user_agent
+                    .as_deref()
+                    .is_some_and(|a| a.starts_with(controller::client::USER_AGENT))
+            })
+        }
+    };
     let mut opts = options();
     // Two endpoints per slice, so that scaling down deletes a slice.
     opts.settings.max_endpoints_per_slice = 2;
@@ -314,7 +405,7 @@ async fn controllers_requests() -> anyhow::Result<BTreeSet<Attributes>> {
         .fail_next("create", "endpoints", 4, FaultResponse::InternalError);
 
     let shutdown = CancellationToken::new();
-    let elector = LeaderElector::new(client.clone(), election(), "rbac".into());
+    let elector = LeaderElector::new(own.clone(), election(), "rbac".into());
     let leading = tokio::spawn({
         let shutdown = shutdown.clone();
         async move {
@@ -322,7 +413,7 @@ async fn controllers_requests() -> anyhow::Result<BTreeSet<Attributes>> {
                 .run(
                     |token| async move {
                         controller::run(
-                            client,
+                            clients,
                             &opts,
                             &Registry::new(),
                             Readiness::new(),
@@ -440,27 +531,32 @@ async fn controllers_requests() -> anyhow::Result<BTreeSet<Attributes>> {
     })
     .await;
 
-    scrape_metrics_with_a_token(&cluster).await;
+    scrape_metrics_with_a_token(&cluster, own).await;
 
     shutdown.cancel();
     let end = within("the elector to stop", leading).await?;
     assert_eq!(end, LeadershipEnd::ShutDown);
 
-    let mut requests: BTreeSet<Attributes> = cluster
+    let mut requests: BTreeSet<(User, Attributes)> = cluster
         .server
         .request_log()
         .iter()
-        .filter(|r| r.user_agent.as_deref() == Some(AGENT))
-        .map(Attributes::from)
+        .filter(|r| ours(r))
+        .map(|r| (r.user.clone(), Attributes::from(r)))
         .collect();
-    requests.extend(implied);
+    // The slices, and the references admission checks, are the EndpointSlice controller's.
+    let slice_writer = match variant {
+        Variant::Deploy => None,
+        Variant::ServiceAccounts => Some(Identity::EndpointSlices.username()),
+    };
+    requests.extend(implied.into_iter().map(|a| (slice_writer.clone(), a)));
     Ok(requests)
 }
 
 /// A scraper gets /metrics from the secure server, whose TokenReviews and
 /// SubjectAccessReviews go through the controllers' client: the calls a scrape costs.
 /// In-process: the guard is the same with or without TLS in front of it.
-async fn scrape_metrics_with_a_token(cluster: &TestCluster) {
+async fn scrape_metrics_with_a_token(cluster: &TestCluster, client: Client) {
     const TOKEN: &str = "scraper-token";
     const SCRAPER: &str = "system:serviceaccount:monitoring:prometheus";
     cluster.server.set_reviews(
@@ -468,7 +564,6 @@ async fn scrape_metrics_with_a_token(cluster: &TestCluster) {
             .with_token(TOKEN, TokenUser::new(SCRAPER, &[]))
             .with_grant(NonResourceGrant::user_get(SCRAPER, &["/metrics"])),
     );
-    let client = controllers_client(cluster);
     let access = Access::new(client.clone(), client, &SecureServingSettings::default());
     let router = secure_serving::guarded(
         health::router(Registry::new(), Readiness::new(), Liveness::new()),
@@ -501,7 +596,11 @@ fn describe(requests: &BTreeSet<Attributes>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deploy_rbac_grants_exactly_what_the_controllers_use() -> anyhow::Result<()> {
-    let requests = controllers_requests().await?;
+    let requests: BTreeSet<Attributes> = controllers_requests(Variant::Deploy)
+        .await?
+        .into_iter()
+        .map(|(_, attributes)| attributes)
+        .collect();
     let kinds: BTreeSet<_> = requests
         .iter()
         .map(|r| (r.verb.as_str(), r.resource.as_str()))
@@ -533,6 +632,88 @@ async fn deploy_rbac_grants_exactly_what_the_controllers_use() -> anyhow::Result
         "permissions in deploy/ nothing used: {:#?}",
         verdict.unused
     );
+    Ok(())
+}
+
+/// The bootstrap ClusterRole `system:controller:<service_account>`, as every cluster has it.
+fn bootstrap_grants(service_account: &str) -> Vec<Grant> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/bootstrap-controller-roles-v1.36.yaml");
+    let name = format!("system:controller:{service_account}");
+    let roles = read_yaml(&path);
+    let grants: Vec<Grant> = roles["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|role| role["metadata"]["name"] == name.as_str())
+        .flat_map(|role| parse::<ClusterRole>(&name, role).rules.unwrap_or_default())
+        .map(|rule| Grant {
+            source: name.clone(),
+            namespace: None,
+            rule,
+        })
+        .collect();
+    assert!(!grants.is_empty(), "{name} is not in {}", path.display());
+    grants
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_service_account_credentials_each_identity_needs_only_its_own_role(
+) -> anyhow::Result<()> {
+    let requests = controllers_requests(Variant::ServiceAccounts).await?;
+    let of = |user: &User| -> BTreeSet<Attributes> {
+        requests
+            .iter()
+            .filter(|(u, _)| u == user)
+            .map(|(_, a)| a.clone())
+            .collect()
+    };
+    let users: BTreeSet<&User> = requests.iter().map(|(u, _)| u).collect();
+    let expected: BTreeSet<User> = std::iter::once(None)
+        .chain(Identity::ALL.iter().map(|id| Some(id.username())))
+        .collect();
+    assert!(
+        users.iter().all(|u| expected.contains(*u)),
+        "requests from unexpected users: {users:?}"
+    );
+
+    // kube-endpoints' own identity: the overlay's rules, every one used.
+    let own = of(&None);
+    let verdict = check(&grants_of(Variant::ServiceAccounts), &own);
+    assert!(
+        verdict.denied.is_empty(),
+        "requests of kube-endpoints' own identity the overlay does not grant:\n{}",
+        describe(&verdict.denied)
+    );
+    assert!(
+        verdict.unused.is_empty(),
+        "permissions in the overlay nothing used: {:#?}",
+        verdict.unused
+    );
+
+    // Each controller: its bootstrap role allows everything it asked. The roles grant more
+    // than these controllers use (endpoints/restricted, events.k8s.io), so only denials count.
+    for identity in Identity::ALL {
+        let asked = of(&Some(identity.username()));
+        let verdict = check(&bootstrap_grants(identity.service_account()), &asked);
+        assert!(
+            verdict.denied.is_empty(),
+            "requests of {} its bootstrap role does not grant:\n{}",
+            identity.username(),
+            describe(&verdict.denied)
+        );
+    }
+    // Who wrote what: the audit trail the flag is for.
+    let wrote = |identity: Identity, verb: &str, resource: &str| {
+        of(&Some(identity.username()))
+            .iter()
+            .any(|a| a.verb == verb && a.resource == resource)
+    };
+    assert!(wrote(Identity::Endpoints, "create", "endpoints"));
+    assert!(wrote(Identity::EndpointSlices, "create", "endpointslices"));
+    assert!(wrote(Identity::EndpointSlices, "watch", "nodes"));
+    assert!(wrote(Identity::Endpoints, "watch", "pods"));
+    assert!(own.iter().any(|a| a.resource == "serviceaccounts/token"));
     Ok(())
 }
 

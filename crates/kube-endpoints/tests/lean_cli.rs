@@ -82,7 +82,8 @@ fn a_typo_is_refused_naming_the_closest_flag() {
 
 /// kubeadm's kube-controller-manager command line, word for word (its paths pointing at files
 /// this test writes), given to `run` against the embedded API server: it starts, warns once
-/// naming the flags it ignores, and writes the Service's Endpoints and EndpointSlice.
+/// naming the flags it ignores, and writes the Service's Endpoints and EndpointSlice, each
+/// controller as its own ServiceAccount (`--use-service-account-credentials=true`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubeadms_command_line_runs_warns_once_and_converges() {
     use serde_json::json;
@@ -91,6 +92,7 @@ async fn kubeadms_command_line_runs_warns_once_and_converges() {
     let handle = apiserver::ApiServer::start(apiserver::Config::default())
         .await
         .unwrap();
+    handle.record_requests(true);
     let pod = |name: &str, ip: &str| {
         json!({"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
@@ -223,11 +225,32 @@ async fn kubeadms_command_line_runs_warns_once_and_converges() {
         "--cluster-name=kubernetes",
         "--root-ca-file=",
         "--service-cluster-ip-range=10.96.0.0/12",
-        "--use-service-account-credentials=true",
     ] {
         assert!(warnings[0].contains(ignored), "{ignored}: {}", warnings[0]);
     }
-    assert!(!warnings[0].contains("--kubeconfig"), "{}", warnings[0]);
+    for acted_on in ["--kubeconfig", "--use-service-account-credentials"] {
+        assert!(
+            !warnings[0].contains(acted_on),
+            "{acted_on}: {}",
+            warnings[0]
+        );
+    }
+    // Who wrote what: each controller as its ServiceAccount, the Lease as --kubeconfig's user.
+    let writers = |resource: &str| -> std::collections::BTreeSet<Option<String>> {
+        handle
+            .request_log()
+            .into_iter()
+            .filter(|r| r.resource == resource && r.is_write() && r.succeeded())
+            .map(|r| r.user)
+            .collect()
+    };
+    let sa = |name: &str| Some(format!("system:serviceaccount:kube-system:{name}"));
+    assert_eq!(
+        writers("endpointslices"),
+        [sa("endpointslice-controller")].into()
+    );
+    assert_eq!(writers("endpoints"), [sa("endpoint-controller")].into());
+    assert_eq!(writers("leases"), [None].into());
     assert!(
         warnings[0]
             .contains("client_certificates=\"--client-ca-file --requestheader-client-ca-file\""),

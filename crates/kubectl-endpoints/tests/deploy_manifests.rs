@@ -197,18 +197,18 @@ fn the_deployment_runs_locked_down_with_leader_election_and_probes() {
     assert!(resources.limits.unwrap().contains_key("memory"));
 }
 
-#[test]
-fn kubectl_kustomize_renders_every_object() {
+/// `kubectl kustomize DIR`'s documents, or `None` (the test is skipped) without kubectl.
+fn kustomize(dir: &Path) -> Option<Vec<Value>> {
     let on_path = std::env::var_os("PATH")
         .map(|paths| std::env::split_paths(&paths).any(|p| p.join("kubectl").is_file()))
         .unwrap_or(false);
     if !on_path {
         println!("skipping: kubectl is not on PATH (scripts/install-test-deps.sh installs it)");
-        return;
+        return None;
     }
     let output = Command::new("kubectl")
         .arg("kustomize")
-        .arg(deploy_dir())
+        .arg(dir)
         .output()
         .expect("running kubectl");
     assert!(
@@ -217,9 +217,21 @@ fn kubectl_kustomize_renders_every_object() {
         String::from_utf8_lossy(&output.stderr)
     );
     let rendered = String::from_utf8(output.stdout).expect("UTF-8 output");
+    Some(
+        rendered
+            .split("\n---\n")
+            .map(|doc| serde_norway::from_str::<Value>(doc).expect("a rendered document"))
+            .collect(),
+    )
+}
+
+#[test]
+fn kubectl_kustomize_renders_every_object() {
+    let Some(rendered) = kustomize(&deploy_dir()) else {
+        return;
+    };
     let kinds: BTreeSet<String> = rendered
-        .split("\n---\n")
-        .map(|doc| serde_norway::from_str::<Value>(doc).expect("a rendered document"))
+        .iter()
         .map(|v| {
             format!(
                 "{}/{}",
@@ -240,4 +252,43 @@ fn kubectl_kustomize_renders_every_object() {
         })
         .collect();
     assert_eq!(kinds, expected);
+}
+
+/// The service-account-credentials overlay renders with kubectl as `rbac.rs` reads it:
+/// deploy/'s objects, the ClusterRole's rules replaced by the overlay's, the Role for the
+/// controllers' tokens, and the flag on the container.
+#[test]
+fn the_service_account_credentials_overlay_renders_as_the_rbac_test_reads_it() {
+    let overlay = deploy_dir().join("../overlays/service-account-credentials");
+    let Some(rendered) = kustomize(&overlay) else {
+        return;
+    };
+    let find = |kind: &str, name: &str| {
+        rendered
+            .iter()
+            .find(|v| v["kind"] == kind && v["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no {kind}/{name} rendered"))
+    };
+    let patch = read_yaml(&overlay.join("clusterrole.yaml"));
+    assert_eq!(
+        find("ClusterRole", "kube-endpoints")["rules"],
+        patch["rules"]
+    );
+    let role = read_yaml(&overlay.join("role.yaml"));
+    assert_eq!(
+        find("Role", "kube-endpoints-credentials")["rules"],
+        role["rules"]
+    );
+    find("RoleBinding", "kube-endpoints-credentials");
+    find("Role", "kube-endpoints-leader-election");
+    let args =
+        &find("Deployment", "kube-endpoints")["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(
+        args.as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--use-service-account-credentials=true"),
+        "{args}"
+    );
+    assert_eq!(rendered.len(), kustomized_files().len() + 2);
 }
