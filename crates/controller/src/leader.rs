@@ -239,8 +239,9 @@ impl LeaderElector {
     /// Waits for the Lease, then runs `lead` while renewing it.
     ///
     /// `lead` gets a token that is cancelled when leadership is lost or `shutdown`
-    /// completes; it should then stop its controllers and return. The Lease is released
-    /// after `lead` returns, unless it was lost. If `shutdown` completes before the Lease
+    /// completes; on shutdown it should then stop its controllers and return, and the Lease
+    /// is released after it has. When the Lease is lost, `lead` is dropped where it stands,
+    /// with whatever it had under way, and the Lease is left to expire. If `shutdown` completes before the Lease
     /// is acquired, `lead` never runs.
     pub async fn run<F, Fut>(mut self, lead: F, shutdown: impl Future<Output = ()>) -> LeadershipEnd
     where
@@ -283,6 +284,11 @@ impl LeaderElector {
             }
         }
         let end = match end {
+            // Another replica may lead from now on: in-flight syncs are abandoned, not
+            // finished, so that nothing is written on a lease this replica no longer holds
+            // (kube-controller-manager exits at once for the same reason). Dropping `lead`
+            // drops the controllers and the requests they have under way.
+            Some(LeadershipEnd::Lost) => LeadershipEnd::Lost,
             Some(end) => {
                 lead.await;
                 end

@@ -132,6 +132,8 @@ async fn lead(
             .await
         }
     });
+    // If this future is dropped (the Lease was lost), the controllers go with it.
+    let task = tokio_util::task::AbortOnDropHandle::new(task);
     let why = match task.await {
         Ok(Ok(())) if token.is_cancelled() => return,
         Ok(Ok(())) => "the controllers returned without being asked to stop".to_owned(),
