@@ -22,14 +22,41 @@ impl EndpointSliceController {
             .queue()
             .add_after(ServiceKey::new(ns, name), delay);
     }
+
+    /// One of our own writes came back. A Service whose syncs kept finding this cache
+    /// behind waits out a backoff that doubles from a second (upstream's), and once the
+    /// slice it waited for has come it would still wait, since an echo of our own write
+    /// queues nothing: a watch that failed for a few seconds could leave it waiting for
+    /// minutes. After [`WAITED_RETRIES`] such retries, the echo syncs it at once instead.
+    /// The first retries keep upstream's timing, so ordinary echoes change nothing.
+    fn resume_if_waiting(&self, slice: &EndpointSlice) {
+        let (Some(ns), Some(name)) = (slice.metadata.namespace.as_deref(), service_name_of(slice))
+        else {
+            return;
+        };
+        let key = ServiceKey::new(ns, name);
+        let queue = self.workers.queue();
+        if queue.num_requeues(&key) >= WAITED_RETRIES {
+            queue.add(key);
+        }
+    }
 }
+
+/// Retries after which a Service waiting for this cache is synced as soon as one of its
+/// slices comes back (its next retry would be at least 8 s away).
+pub(crate) const WAITED_RETRIES: u32 = 4;
 
 /// EndpointSlice events: only changes we did not make ourselves resync the Service.
 impl Handler<StoredSlice> for EndpointSliceController {
     fn on_add(&self, slice: &Arc<StoredSlice>) {
         let slice = slice.without_endpoints();
-        if is_managed_by_us(slice) && self.state.lock().tracker.should_sync(slice) {
+        if !is_managed_by_us(slice) {
+            return;
+        }
+        if self.state.lock().tracker.should_sync(slice) {
             self.queue_for_slice(slice);
+        } else {
+            self.resume_if_waiting(slice);
         }
     }
     fn on_update(&self, old: &Arc<StoredSlice>, new: &Arc<StoredSlice>) {
@@ -50,6 +77,8 @@ impl Handler<StoredSlice> for EndpointSliceController {
             || (is_managed_by_us(new) && self.state.lock().tracker.should_sync(new))
         {
             self.queue_for_slice(new);
+        } else if is_managed_by_us(new) {
+            self.resume_if_waiting(new);
         }
     }
     fn on_delete(&self, slice: &Arc<StoredSlice>) {

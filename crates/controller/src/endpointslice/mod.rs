@@ -3,6 +3,7 @@
 //! shares current and resyncs Services whose hints a node change overloaded.
 
 mod handlers;
+pub(crate) use handlers::WAITED_RETRIES;
 mod sync;
 mod writer;
 

@@ -15,6 +15,18 @@ impl MirroringController {
         }
     }
 
+    /// A mirrored slice of ours came back while its Endpoints waited out a long backoff
+    /// for this cache to catch up: it is synced now (see the EndpointSlice controller's
+    /// `resume_if_waiting`, whose threshold this shares).
+    fn resume_if_waiting(&self, slice: &k8s_openapi::api::discovery::v1::EndpointSlice) {
+        if let Some(key) = triggers::mirrored_key(slice) {
+            let queue = self.workers.queue();
+            if queue.num_requeues(&key) >= crate::endpointslice::WAITED_RETRIES {
+                queue.add(key);
+            }
+        }
+    }
+
     /// Slice events wait out the batch period, so a burst of edits costs one sync.
     fn queue_batched(&self, keys: Vec<reconcile::keys::ServiceKey>) {
         queue_after(self.workers.queue(), keys, self.batch_period);
@@ -56,6 +68,9 @@ impl Handler<StoredSlice> for MirroringController {
     fn on_add(&self, slice: &Arc<StoredSlice>) {
         let slice = slice.without_endpoints();
         let key = triggers::on_slice_added(slice, &self.state.lock().tracker);
+        if key.is_none() {
+            self.resume_if_waiting(slice);
+        }
         self.queue_batched(key.into_iter().collect());
     }
     fn on_update(&self, old: &Arc<StoredSlice>, new: &Arc<StoredSlice>) {
@@ -67,6 +82,9 @@ impl Handler<StoredSlice> for MirroringController {
         }
         let (old, new) = (old.without_endpoints(), new.without_endpoints());
         let keys = triggers::on_slice_updated(old, new, &self.state.lock().tracker);
+        if keys.is_empty() {
+            self.resume_if_waiting(new);
+        }
         self.queue_batched(keys);
     }
     fn on_delete(&self, slice: &Arc<StoredSlice>) {

@@ -97,6 +97,15 @@ pub fn on_slice_deleted(slice: &EndpointSlice, tracker: &mut SliceTracker) -> Op
     }
 }
 
+/// The Endpoints a mirrored slice belongs to; `None` for any other slice.
+pub fn mirrored_key(slice: &EndpointSlice) -> Option<ServiceKey> {
+    if is_mirrored(slice) {
+        endpoints_key(slice)
+    } else {
+        None
+    }
+}
+
 /// The Endpoints a slice belongs to: its namespace and service-name label.
 fn endpoints_key(slice: &EndpointSlice) -> Option<ServiceKey> {
     let namespace = slice.metadata.namespace.clone()?;
