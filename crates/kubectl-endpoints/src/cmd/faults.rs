@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 /// Run the controllers against an embedded API server under random fault schedules, one per
 /// seed: conflicts, 5xx, 429 with Retry-After, latency, dropped and short watches, forced
-/// 410s, controller crashes and restarts, leader hand-overs and partitions (and, with
-/// --restarts, API server restarts that lose state), with pods and Services changing
+/// 410s, controller crashes and restarts, leader hand-overs and partitions, API server
+/// restarts that lose state (unless --restarts=false), with pods and Services changing
 /// meanwhile. Once the faults stop, each seed passes when the Endpoints and EndpointSlices
 /// equal what `plan` writes for the final state. Prints each failing seed with its
 /// differences, then `N passed, N failed`; progress goes to stderr. Exit code 1 when a
@@ -28,8 +28,8 @@ pub struct FaultsArgs {
     pub concurrency: usize,
     /// Also restart the API server with lost state (fresh uids, the objects of now or of an
     /// earlier backup, resourceVersions bumped past the old ones as etcd's documented restore
-    /// does).
-    #[arg(long)]
+    /// does). On by default; `--restarts=false` leaves them out.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = true, action = clap::ArgAction::Set)]
     pub restarts: bool,
     /// Restarted servers number resourceVersions from scratch instead of above every one
     /// handed out before (as etcd's restore with --bump-revision does), so a watch may resume
@@ -133,9 +133,9 @@ pub fn run(args: FaultsArgs) -> Result<bool> {
             out,
             "re-run one with: kubectl-endpoints faults --first-seed SEED --seeds 1{}",
             match (args.restarts, args.unbumped_restores) {
-                (false, _) => "",
-                (true, true) => " --restarts --unbumped-restores",
-                (true, false) => " --restarts",
+                (false, _) => " --restarts=false",
+                (true, true) => " --unbumped-restores",
+                (true, false) => "",
             }
         )?;
     }

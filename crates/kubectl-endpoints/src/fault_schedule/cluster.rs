@@ -176,6 +176,11 @@ impl Cluster {
             impose(&fresh, rule);
         }
         let old = std::mem::replace(&mut *lock(&self.current), fresh);
+        // The old server is gone. A request routed to it just before the swap may still
+        // open a watch there after its open watches are dropped, which would then hear
+        // nothing forever (a real restarted server takes its connections down with it): its
+        // watches end at once from now on, so the client watches the new server.
+        old.faults().drop_watches_after_events(Some(0));
         old.faults().drop_watches();
         Ok(())
     }

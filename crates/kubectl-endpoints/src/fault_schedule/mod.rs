@@ -42,7 +42,7 @@ const WRITTEN: &[&str] = &["endpoints", "endpointslices"];
 /// How the seeds run.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Draw API server restarts with lost state.
+    /// Draw API server restarts with lost state (on by default).
     pub restarts: bool,
     /// How a restarted server numbers its resourceVersions.
     pub restores: cluster::Restores,
@@ -57,7 +57,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            restarts: false,
+            restarts: true,
             restores: cluster::Restores::default(),
             span: Duration::from_secs(2),
             deadline: Duration::from_secs(30),
@@ -207,7 +207,13 @@ async fn run(schedule: &Schedule, settings: &Settings, notes: &mut Vec<String>) 
 
     cluster.heal();
     fleet.reconnect();
-    let verdict = settle(&cluster, &mut fleet, &workload, settings, notes).await;
+    // A server restarted with lost state brings slices back as they were (with new uids),
+    // not as a fault-free run would have split them.
+    let restored = schedule
+        .steps
+        .iter()
+        .any(|step| matches!(step.action, Action::Fault(Event::ServerRestart { .. })));
+    let verdict = settle(&cluster, &mut fleet, &workload, settings, restored, notes).await;
     let stopped = fleet.stop().await;
     verdict?;
     stopped
@@ -273,6 +279,7 @@ async fn settle(
     fleet: &mut Fleet,
     client: &kube::Client,
     settings: &Settings,
+    restored: bool,
     notes: &mut Vec<String>,
 ) -> Result<()> {
     let started = tokio::time::Instant::now();
@@ -307,7 +314,7 @@ async fn settle(
             expected = Some((sources, planned));
         }
         let planned = &expected.as_ref().ok_or_else(|| anyhow!("no plan"))?.1;
-        let diffs = verdict::differences(&verdict::live(client).await?, planned);
+        let diffs = verdict::differences(&verdict::live(client).await?, planned, restored);
         if diffs.is_empty() && quiet && !stale {
             if agreed {
                 return Ok(());

@@ -92,14 +92,20 @@ fn without_trigger_time(mut written: Written) -> Written {
 
 /// The differences between the faulted run and the plan, one line each ("after faults" is
 /// the run, "plan" the fault-free result). Events are not compared: the faults make the
-/// controllers report failures a fault-free run never sees.
-pub fn differences(live: &Written, planned: &Written) -> Vec<String> {
+/// controllers report failures a fault-free run never sees. After a server `restored` from
+/// a backup, slices are compared by what they hold, not how it is split
+/// ([`Rules::Restored`]).
+pub fn differences(live: &Written, planned: &Written, restored: bool) -> Vec<String> {
     let live = without_trigger_time(live.clone());
     let planned = without_trigger_time(planned.clone());
     compare_sides(
         &live,
         &planned,
-        Rules::Static,
+        if restored {
+            Rules::Restored
+        } else {
+            Rules::Static
+        },
         Sides {
             ours: "after faults",
             theirs: "in plan",
@@ -141,14 +147,38 @@ mod tests {
     fn generated_names_do_not_count_but_a_duplicated_slice_does() {
         let planned = written(vec![slice("web-abcde", &["10.0.0.1", "10.0.0.2"])]);
         let renamed = written(vec![slice("web-xyzzy", &["10.0.0.1", "10.0.0.2"])]);
-        assert_eq!(differences(&renamed, &planned), Vec::<String>::new());
+        assert_eq!(differences(&renamed, &planned, false), Vec::<String>::new());
 
         let split = written(vec![
             slice("web-xyzzy", &["10.0.0.1"]),
             slice("web-qwert", &["10.0.0.2"]),
         ]);
-        let diffs = differences(&split, &planned);
+        let diffs = differences(&split, &planned, false);
         assert!(diffs.iter().any(|d| d.contains("sizes")), "{diffs:?}");
+    }
+
+    #[test]
+    fn after_a_restore_the_split_does_not_count_but_a_duplicate_or_an_empty_slice_does() {
+        let planned = written(vec![slice("web-abcde", &["10.0.0.1", "10.0.0.2"])]);
+        let split = written(vec![
+            slice("web-xyzzy", &["10.0.0.1"]),
+            slice("web-qwert", &["10.0.0.2"]),
+        ]);
+        assert_eq!(differences(&split, &planned, true), Vec::<String>::new());
+        let duplicated = written(vec![
+            slice("web-xyzzy", &["10.0.0.1", "10.0.0.2"]),
+            slice("web-qwert", &["10.0.0.2"]),
+        ]);
+        assert!(!differences(&duplicated, &planned, true).is_empty());
+        let left_over = written(vec![
+            slice("web-xyzzy", &["10.0.0.1", "10.0.0.2"]),
+            slice("web-qwert", &[]),
+        ]);
+        let diffs = differences(&left_over, &planned, true);
+        assert!(
+            diffs.iter().any(|d| d.contains("empty slices")),
+            "{diffs:?}"
+        );
     }
 
     #[test]
@@ -162,7 +192,7 @@ mod tests {
             endpoints: vec![endpoints("web", "2026-02-02T00:00:00Z")],
             ..Written::default()
         };
-        assert_eq!(differences(&same, &planned), Vec::<String>::new());
+        assert_eq!(differences(&same, &planned, false), Vec::<String>::new());
         let left_over = Written {
             endpoints: vec![
                 endpoints("web", "2026-02-02T00:00:00Z"),
@@ -170,7 +200,7 @@ mod tests {
             ],
             ..Written::default()
         };
-        let diffs = differences(&left_over, &planned);
+        let diffs = differences(&left_over, &planned, false);
         assert!(
             diffs.iter().any(|d| d.starts_with("shop/gone Endpoints")),
             "{diffs:?}"
