@@ -348,8 +348,10 @@ async fn issue(own: &Client, identity: Identity) -> Result<Issued, kube::Error> 
             "the API server answered the TokenRequest without a token".into(),
         ));
     };
-    let header = HeaderValue::try_from(format!("Bearer {}", status.token))
+    let mut header = HeaderValue::try_from(format!("Bearer {}", status.token))
         .map_err(|err| kube::Error::Service(Box::new(err)))?;
+    // Kept out of debug output and HTTP/2 header compression tables.
+    header.set_sensitive(true);
     let now = k8s_openapi::jiff::Timestamp::now();
     let lifetime = now
         .duration_until(status.expiration_timestamp.0)

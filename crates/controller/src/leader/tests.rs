@@ -264,22 +264,41 @@ async fn leadership_is_lost_when_renewals_fail_past_the_renew_deadline() {
     let fake = FakeLeases::default();
     let elector = LeaderElector::new(fake.client(), settings(), "me".into());
     let failing = Arc::clone(&fake.failing);
-    let cancelled = Arc::new(AtomicBool::new(false));
+    let finished = Arc::new(AtomicBool::new(false));
+    let dropped = Arc::new(AtomicBool::new(false));
+    /// Notes that the leading future was dropped.
+    struct OnDrop(Arc<AtomicBool>);
+    impl Drop for OnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
     let end = elector
         .run(
             |token| {
-                let cancelled = Arc::clone(&cancelled);
+                let finished = Arc::clone(&finished);
+                let guard = OnDrop(Arc::clone(&dropped));
                 async move {
+                    let _guard = guard;
                     failing.store(true, Ordering::SeqCst);
                     token.cancelled().await;
-                    cancelled.store(true, Ordering::SeqCst);
+                    // In-flight work would go on here; a lost Lease must not let it.
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    finished.store(true, Ordering::SeqCst);
                 }
             },
             std::future::pending(),
         )
         .await;
     assert_eq!(end, LeadershipEnd::Lost);
-    assert!(cancelled.load(Ordering::SeqCst));
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the leading work was not dropped"
+    );
+    assert!(
+        !finished.load(Ordering::SeqCst),
+        "the leading work went on after the Lease was lost"
+    );
     assert_eq!(
         fake.spec().holder_identity.as_deref(),
         Some("me"),
