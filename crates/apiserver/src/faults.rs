@@ -25,6 +25,8 @@ pub enum FaultResponse {
     TooManyRequests,
     /// 409 Conflict, as if the object had changed under the writer.
     Conflict,
+    /// 403 Forbidden, as if RBAC did not grant the request.
+    Forbidden,
 }
 
 #[derive(Debug)]
@@ -192,6 +194,7 @@ impl Faults {
                     }
                     FaultResponse::TooManyRequests => ApiError::too_many_requests(),
                     FaultResponse::Conflict => ApiError::injected_conflict(resource, name),
+                    FaultResponse::Forbidden => ApiError::injected_forbidden(verb, resource, name),
                 });
                 break;
             }

@@ -106,6 +106,16 @@ impl ApiError {
         .with_details(json!({ "name": name, "kind": resource }))
     }
 
+    /// An injected RBAC refusal, worded as kube-apiserver's authorizer words one.
+    pub fn injected_forbidden(verb: &str, resource: &str, name: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!("{resource} \"{name}\" is forbidden: User \"system:anonymous\" cannot {verb} resource \"{resource}\""),
+        )
+        .with_details(json!({ "name": name, "kind": resource }))
+    }
+
     /// The stale-resourceVersion conflict, worded as kube-apiserver words it.
     pub fn stale(resource: &Resource, name: &str) -> Self {
         Self::conflict(

@@ -126,7 +126,26 @@ impl Clients {
         let own = metered_client_from_config(config.clone(), settings, metrics)?;
         let mut tokens = Vec::new();
         for &identity in running {
-            tokens.push((identity, Token::start(own.clone(), identity).await?));
+            match Token::start(own.clone(), identity).await {
+                Ok(token) => tokens.push((identity, token)),
+                // kube-controller-manager would exit here. A cluster whose RBAC does not let
+                // this identity mint tokens (deploy/ rather than the overlay) still gets its
+                // Endpoints and slices written, under one identity, and is told so.
+                Err(err) if err.is_forbidden() => {
+                    tracing::error!(
+                        error = %err,
+                        "--use-service-account-credentials: the --kubeconfig identity may not \
+                         read or create the controllers' ServiceAccounts or their tokens; every \
+                         controller acts as the --kubeconfig identity instead (grant it get and \
+                         create on serviceaccounts and create on serviceaccounts/token in \
+                         kube-system, as overlays/service-account-credentials/ does)"
+                    );
+                    return Self::try_from_fn(|| {
+                        metered_client_from_config(config.clone(), settings, metrics)
+                    });
+                }
+                Err(err) => return Err(err.into()),
+            }
         }
         tracing::info!(
             service_accounts = running

@@ -131,6 +131,17 @@ pub struct CredentialsError {
     pub source: kube::Error,
 }
 
+impl CredentialsError {
+    /// Whether the API server refused the process's own identity (RBAC), rather than failed.
+    pub fn is_forbidden(&self) -> bool {
+        is_forbidden(&self.source)
+    }
+}
+
+fn is_forbidden(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 403)
+}
+
 /// A ServiceAccount's current token, renewed in the background for as long as a client
 /// made with [`Token::layers`] exists.
 #[derive(Clone)]
@@ -154,7 +165,8 @@ impl Token {
         let issued = loop {
             match issue(&own, identity).await {
                 Ok(issued) => break issued,
-                Err(source) if attempt >= FIRST_TOKEN_ATTEMPTS => {
+                // RBAC will not change its mind on a retry.
+                Err(source) if attempt >= FIRST_TOKEN_ATTEMPTS || is_forbidden(&source) => {
                     return Err(CredentialsError {
                         service_account: identity.service_account(),
                         source,

@@ -208,3 +208,55 @@ async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go
     );
     Ok(())
 }
+
+/// A cluster whose RBAC does not let the process's own identity mint tokens (deploy/ rather
+/// than the service-account-credentials overlay): the controllers still run, every one as the
+/// --kubeconfig identity, rather than not at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_rights_to_mint_tokens_every_controller_acts_as_the_kubeconfig_identity(
+) -> anyhow::Result<()> {
+    use apiserver::FaultResponse;
+    use controller::client::ClientSettings;
+    use controller::rest_metrics::RestClientMetrics;
+    use controller::service_accounts::Identity;
+
+    let cluster = TestCluster::start().await;
+    cluster.server.record_requests(true);
+    cluster
+        .faults()
+        .fail_with("*", "serviceaccounts", 1.0, FaultResponse::Forbidden);
+    let dir = tempfile::tempdir()?;
+    let serving = tokio_util::sync::CancellationToken::new();
+    let _serving = serving.clone().drop_guard();
+    let settings = ClientSettings {
+        kubeconfig: Some(cluster.serve_with_kubeconfig(dir.path(), serving).await?),
+        use_service_account_credentials: true,
+        ..ClientSettings::default()
+    };
+    let metrics = RestClientMetrics::register(&prometheus::Registry::new())?;
+    let clients = Clients::build(&settings, &metrics, &Identity::ALL).await?;
+    let _controllers = cluster.run_controllers_with(options(), clients).await;
+    cluster
+        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
+        .await?;
+    cluster
+        .create_pod(
+            &support::pod("web-1")
+                .label("app", "web")
+                .ip("10.0.0.1")
+                .ready(true),
+        )
+        .await?;
+    cluster
+        .wait_for_slices(NS, "web", "one pod", |s| support::pod_names(s) == ["web-1"])
+        .await;
+    let log = cluster.server.request_log();
+    assert!(log
+        .iter()
+        .any(|r| r.resource == "serviceaccounts" && r.code == 403));
+    assert!(log
+        .iter()
+        .filter(|r| r.resource == "endpointslices" && r.is_write())
+        .all(|r| r.user.is_none()));
+    Ok(())
+}
