@@ -123,8 +123,6 @@ async fn a_controller_that_spent_its_budget_does_not_hold_back_another_controlle
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go_on(
 ) -> anyhow::Result<()> {
-    use controller::client::ClientSettings;
-    use controller::rest_metrics::RestClientMetrics;
     use controller::service_accounts::Identity;
     use std::time::Duration;
 
@@ -133,18 +131,7 @@ async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go
     cluster
         .server
         .set_token_lifetime_cap(Some(Duration::from_secs(2)));
-    let dir = tempfile::tempdir()?;
-    let serving = tokio_util::sync::CancellationToken::new();
-    let _serving = serving.clone().drop_guard();
-    let settings = ClientSettings {
-        kubeconfig: Some(cluster.serve_with_kubeconfig(dir.path(), serving).await?),
-        qps: 1000.0,
-        burst: 1000,
-        use_service_account_credentials: true,
-        ..ClientSettings::default()
-    };
-    let metrics = RestClientMetrics::register(&prometheus::Registry::new())?;
-    let clients = Clients::build(&settings, &metrics, &Identity::ALL).await?;
+    let (clients, _over_tcp) = cluster.service_account_clients().await?;
     let _controllers = cluster.run_controllers_with(options(), clients).await;
 
     cluster
@@ -216,25 +203,13 @@ async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go
 async fn without_rights_to_mint_tokens_every_controller_acts_as_the_kubeconfig_identity(
 ) -> anyhow::Result<()> {
     use apiserver::FaultResponse;
-    use controller::client::ClientSettings;
-    use controller::rest_metrics::RestClientMetrics;
-    use controller::service_accounts::Identity;
 
     let cluster = TestCluster::start().await;
     cluster.server.record_requests(true);
     cluster
         .faults()
         .fail_with("*", "serviceaccounts", 1.0, FaultResponse::Forbidden);
-    let dir = tempfile::tempdir()?;
-    let serving = tokio_util::sync::CancellationToken::new();
-    let _serving = serving.clone().drop_guard();
-    let settings = ClientSettings {
-        kubeconfig: Some(cluster.serve_with_kubeconfig(dir.path(), serving).await?),
-        use_service_account_credentials: true,
-        ..ClientSettings::default()
-    };
-    let metrics = RestClientMetrics::register(&prometheus::Registry::new())?;
-    let clients = Clients::build(&settings, &metrics, &Identity::ALL).await?;
+    let (clients, _over_tcp) = cluster.service_account_clients().await?;
     let _controllers = cluster.run_controllers_with(options(), clients).await;
     cluster
         .create_service(&service("web").selector("app", "web").port("http", 80, 8080))

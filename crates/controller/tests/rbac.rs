@@ -23,11 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::{FaultResponse, NonResourceGrant, RequestRecord, Reviews, TokenUser};
-use controller::client::ClientSettings;
 use controller::config::LeaderElectionSettings;
 use controller::health::{self, Liveness, Readiness};
 use controller::leader::{LeaderElector, LeadershipEnd};
-use controller::rest_metrics::RestClientMetrics;
 use controller::secure_serving::{self, Access, SecureServingSettings};
 use controller::service_accounts::Identity;
 use controller::Clients;
@@ -366,9 +364,8 @@ async fn controllers_requests(variant: Variant) -> anyhow::Result<BTreeSet<(User
     // without them (v1.33) they list, which deploy/ must grant as well. Play that server, so
     // that both verbs are used (a streaming list is authorized as a watch).
     cluster.server.set_watch_list(false);
-    let serving = CancellationToken::new();
-    let _serving = serving.clone().drop_guard();
-    let dir = tempfile::tempdir()?;
+    // Kept until the end: the service-account clients reach the cluster through it.
+    let mut _over_tcp = None;
     // The clients, the process's own, and how their requests are told from the test's.
     let (clients, own, ours): (Clients, Client, fn(&RequestRecord) -> bool) = match variant {
         Variant::Deploy => {
@@ -378,15 +375,8 @@ async fn controllers_requests(variant: Variant) -> anyhow::Result<BTreeSet<(User
             })
         }
         Variant::ServiceAccounts => {
-            let settings = ClientSettings {
-                kubeconfig: Some(cluster.serve_with_kubeconfig(dir.path(), serving).await?),
-                qps: 1000.0,
-                burst: 1000,
-                use_service_account_credentials: true,
-                ..ClientSettings::default()
-            };
-            let metrics = RestClientMetrics::register(&Registry::new())?;
-            let clients = Clients::build(&settings, &metrics, &Identity::ALL).await?;
+            let (clients, served) = cluster.service_account_clients().await?;
+            _over_tcp = Some(served);
             let own = clients.leader_election.clone();
             (clients, own, |r| {
                 r.user_agent

@@ -129,6 +129,13 @@ pub struct TestCluster {
     pub client: Client,
 }
 
+/// The TCP server and kubeconfig behind [`TestCluster::service_account_clients`]; dropping
+/// it stops serving.
+pub struct OverTcp {
+    _dir: tempfile::TempDir,
+    _serving: tokio_util::sync::DropGuard,
+}
+
 /// Controllers running in a task against a [`TestCluster`].
 pub struct Controllers {
     shutdown: CancellationToken,
@@ -212,20 +219,24 @@ impl TestCluster {
         Self { server, client }
     }
 
-    /// Serves the cluster over TCP until `stop` and writes a kubeconfig for it (a user
-    /// without credentials) into `dir`, for clients built the way `run` builds them.
-    pub async fn serve_with_kubeconfig(
-        &self,
-        dir: &std::path::Path,
-        stop: CancellationToken,
-    ) -> std::io::Result<std::path::PathBuf> {
+    /// Clients built as `run --use-service-account-credentials=true` builds them, for all
+    /// three controllers: the cluster is served over TCP with a kubeconfig of a user without
+    /// credentials. Keep the returned [`OverTcp`] for as long as the clients are used.
+    pub async fn service_account_clients(&self) -> anyhow::Result<(controller::Clients, OverTcp)> {
+        use controller::client::ClientSettings;
+        use controller::rest_metrics::RestClientMetrics;
+        use controller::service_accounts::Identity;
+
+        let dir = tempfile::tempdir()?;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let url = format!("http://{}", listener.local_addr()?);
+        let stop = CancellationToken::new();
         let server = self.server.clone();
-        tokio::spawn(async move { server.serve(listener, stop.cancelled_owned()).await });
-        let path = dir.join("kubeconfig");
+        let stopped = stop.clone();
+        tokio::spawn(async move { server.serve(listener, stopped.cancelled_owned()).await });
+        let kubeconfig = dir.path().join("kubeconfig");
         std::fs::write(
-            &path,
+            &kubeconfig,
             format!(
                 "apiVersion: v1\nkind: Config\n\
                  clusters: [{{name: test, cluster: {{server: \"{url}\"}}}}]\n\
@@ -234,7 +245,22 @@ impl TestCluster {
                  current-context: test\n"
             ),
         )?;
-        Ok(path)
+        let settings = ClientSettings {
+            kubeconfig: Some(kubeconfig),
+            qps: 1000.0,
+            burst: 1000,
+            use_service_account_credentials: true,
+            ..ClientSettings::default()
+        };
+        let metrics = RestClientMetrics::register(&Registry::new())?;
+        let clients = controller::Clients::build(&settings, &metrics, &Identity::ALL).await?;
+        Ok((
+            clients,
+            OverTcp {
+                _dir: dir,
+                _serving: stop.drop_guard(),
+            },
+        ))
     }
 
     /// The server's fault settings.
