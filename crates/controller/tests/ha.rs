@@ -218,7 +218,18 @@ async fn both_replicas_are_ready_only_the_leader_writes_and_a_stopped_leader_han
         })
         .await;
     bravo.wait_for("/readyz", StatusCode::OK).await;
-    assert!(bravo.slice_syncs() > 0.0);
+    // The sync is counted once its writes have returned, a moment after the watch shows them.
+    eventually("the new leader to count its slice sync", || {
+        let syncs = bravo.slice_syncs();
+        async move {
+            if syncs > 0.0 {
+                Ok(())
+            } else {
+                Err(format!("{syncs} successful slice syncs"))
+            }
+        }
+    })
+    .await;
     assert!(
         !writes_by(&cluster, "bravo").is_empty(),
         "the new leader writes"
