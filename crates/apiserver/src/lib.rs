@@ -369,6 +369,12 @@ impl ApiServer {
         self.shared.requests.clear();
     }
 
+    /// A receiver that is marked changed after every write, for waits that should wake when
+    /// the stored objects change rather than poll on a timer.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.shared.subscribe_changes()
+    }
+
     /// The resourceVersion of the latest write.
     pub fn resource_version(&self) -> u64 {
         self.shared.read(|c| c.store.resource_version())

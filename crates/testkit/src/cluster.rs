@@ -1,25 +1,16 @@
-//! The harness of the end-to-end tests: an embedded API server per test, an in-process kube
-//! client, the controllers running in a task, builders for the objects they read, and waits
-//! that poll the API until a condition holds.
-//!
-//! Waits poll at a short interval and give up after a generous deadline that only fails a
-//! hung test; no test asserts on how long anything took. [`TestCluster`] is the only place
-//! that knows how to start things. Tests run on tokio's multi-thread runtime, as the binary
-//! does, so the controllers' workers really run side by side with the server.
+//! The test cluster: one embedded API server per test, an in-process kube client, the
+//! controllers running in a task, typed access to the objects, and waits on what they hold.
 
-#![allow(dead_code, reason = "each test binary uses a different subset")]
-
-use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::future::Future;
 use std::time::Duration;
 
 use apiserver::{ApiServer, Config, Faults};
 use controller::config::Settings;
 use controller::health::Readiness;
 use controller::Options;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Endpoints, Event, Namespace, Node, Pod, Service};
-use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use prometheus::proto::MetricType;
@@ -29,57 +20,14 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// The node label that carries its zone.
-pub use reconcile::projection::ZONE_LABEL;
+/// Where `run` keeps its leader-election Lease by default.
+const LEASE_NAMESPACE: &str = "kube-system";
+const LEASE_NAME: &str = "kube-endpoints";
 
-/// The node [`TestCluster::start`] creates and [`pod`] schedules on.
-pub const DEFAULT_NODE: &str = "node-1";
-
-/// How long a wait may take before the test fails as hung.
-pub const DEADLINE: Duration = Duration::from_secs(30);
-/// How often a wait polls.
-const POLL: Duration = Duration::from_millis(50);
-
-/// Polls `probe` until it returns `Ok`, and returns its value. `probe` returns `Err` with a
-/// description of what it saw; after [`DEADLINE`] the test fails showing the last one.
-pub async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, String>>,
-{
-    let deadline = tokio::time::Instant::now() + DEADLINE;
-    loop {
-        let last = match probe().await {
-            Ok(value) => return value,
-            Err(seen) => seen,
-        };
-        if tokio::time::Instant::now() >= deadline {
-            panic!("timed out waiting for {what}; last seen:\n{last}");
-        }
-        tokio::time::sleep(POLL).await;
-    }
-}
-
-/// Sends the controllers' logs to the test output when `RUST_LOG` is set.
-fn init_logs() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        if std::env::var_os("RUST_LOG").is_some() {
-            let _already_set = tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-                .with_test_writer()
-                .try_init();
-        }
-    });
-}
-
-/// Fails a test whose future hangs; never a timing assertion.
-pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(DEADLINE, fut).await {
-        Ok(value) => value,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
-}
+use crate::build::{node, ready_condition, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE};
+use crate::compare::{comparable_endpoints, comparable_slices};
+use crate::inspect::pretty;
+use crate::wait::{eventually, eventually_on, init_logs, within, DEADLINE};
 
 /// The Endpoints and EndpointSlice controllers with kube-controller-manager's defaults,
 /// leader election off.
@@ -527,7 +475,7 @@ impl TestCluster {
         done: impl Fn(&[EndpointSlice]) -> bool,
     ) -> Vec<EndpointSlice> {
         let what = format!("slices of {ns}/{service}: {what}");
-        eventually(&what, || {
+        self.eventually(&what, || {
             let listed = self.managed_slices(ns, service);
             let done = &done;
             async move {
@@ -536,6 +484,37 @@ impl TestCluster {
                     Ok(slices)
                 } else {
                     Err(pretty(&slices))
+                }
+            }
+        })
+        .await
+    }
+
+    /// Retries `probe` each time the server stores a write, until it returns `Ok`
+    /// ([`crate::wait::eventually_on`]).
+    pub async fn eventually<T, F, Fut>(&self, what: &str, probe: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, String>>,
+    {
+        eventually_on(self.server.changes(), what, probe).await
+    }
+
+    /// Waits until kube-endpoints' Lease (`kube-system/kube-endpoints`) names `identity` as
+    /// its holder, and returns it.
+    pub async fn wait_for_lease_holder(&self, identity: &str) -> Lease {
+        let api: Api<Lease> = Api::namespaced(self.client.clone(), LEASE_NAMESPACE);
+        self.eventually(&format!("{identity} to hold the Lease"), || {
+            let api = api.clone();
+            async move {
+                let lease = api.get_opt(LEASE_NAME).await.map_err(|e| e.to_string())?;
+                let holder = lease
+                    .as_ref()
+                    .and_then(|l| l.spec.as_ref())
+                    .and_then(|s| s.holder_identity.clone());
+                match lease {
+                    Some(lease) if holder.as_deref() == Some(identity) => Ok(lease),
+                    _ => Err(format!("holder {holder:?}")),
                 }
             }
         })
@@ -556,7 +535,7 @@ impl TestCluster {
         done: impl Fn(Option<&Endpoints>) -> bool,
     ) -> Option<Endpoints> {
         let what = format!("Endpoints {ns}/{name}: {what}");
-        eventually(&what, || {
+        self.eventually(&what, || {
             let got = self.get_endpoints(ns, name);
             let done = &done;
             async move {
@@ -574,7 +553,7 @@ impl TestCluster {
     /// Waits until an Event with `reason` about `involved` exists in `ns`, and returns it.
     pub async fn wait_for_event(&self, ns: &str, involved: &str, reason: &str) -> Event {
         let what = format!("an event {reason} about {ns}/{involved}");
-        eventually(&what, || {
+        self.eventually(&what, || {
             let api = self.events(ns);
             async move {
                 let events = api
@@ -690,7 +669,7 @@ impl TestCluster {
         max_endpoints_per_slice: u32,
     ) {
         let what = format!("slices of {ns}/{service} to equal the plan from scratch");
-        eventually(&what, || async move {
+        self.eventually(&what, || async move {
             let planned = self
                 .planned_slices(ns, service, max_endpoints_per_slice)
                 .await
@@ -736,7 +715,7 @@ impl TestCluster {
     /// what `plan_endpoints` computes for the stored objects from scratch.
     pub async fn wait_for_planned_endpoints(&self, ns: &str, service: &str) {
         let what = format!("Endpoints {ns}/{service} to equal the plan from scratch");
-        eventually(&what, || async move {
+        self.eventually(&what, || async move {
             let planned = self
                 .planned_endpoints(ns, service)
                 .await
@@ -761,98 +740,6 @@ impl TestCluster {
     }
 }
 
-/// The annotation that records when the change behind a write happened; it differs between
-/// a live sync and a plan from scratch by construction.
-use reconcile::trigger_time::ANNOTATION as TRIGGER_TIME;
-
-/// Slices reduced to what must match between the live controller and a plan from scratch:
-/// names, uids, resourceVersions, generations, timestamps, the trigger-time annotation,
-/// hints and the order of endpoints are left out; the result is sorted.
-pub fn comparable_slices(slices: &[EndpointSlice]) -> Vec<EndpointSlice> {
-    let mut out: Vec<EndpointSlice> = slices
-        .iter()
-        .map(|slice| {
-            let mut slice = slice.clone();
-            let meta = &mut slice.metadata;
-            *meta = kube::api::ObjectMeta {
-                namespace: meta.namespace.take(),
-                labels: meta.labels.take(),
-                annotations: meta
-                    .annotations
-                    .take()
-                    .map(|mut a| {
-                        a.remove(TRIGGER_TIME);
-                        a
-                    })
-                    .filter(|a| !a.is_empty()),
-                // The copy run from scratch assigned its own uids; ownership by the live
-                // Service is checked on its own (`wait_for_planned_slices_with`).
-                owner_references: meta.owner_references.take().map(|mut owners| {
-                    owners.iter_mut().for_each(|o| o.uid.clear());
-                    owners
-                }),
-                ..Default::default()
-            };
-            for endpoint in &mut slice.endpoints {
-                endpoint.hints = None;
-                if let Some(target) = &mut endpoint.target_ref {
-                    target.uid = None;
-                    target.resource_version = None;
-                }
-            }
-            slice
-                .endpoints
-                .sort_by_key(|e| serde_json::to_string(e).unwrap_or_default());
-            slice
-        })
-        .collect();
-    out.sort_by_key(|s| serde_json::to_string(s).unwrap_or_default());
-    out
-}
-
-/// An Endpoints object reduced to its namespace, name, labels, annotations other than the
-/// trigger time, and subsets.
-pub fn comparable_endpoints(endpoints: &Endpoints) -> Endpoints {
-    let meta = &endpoints.metadata;
-    Endpoints {
-        metadata: kube::api::ObjectMeta {
-            namespace: meta.namespace.clone(),
-            name: meta.name.clone(),
-            labels: meta.labels.clone(),
-            annotations: meta
-                .annotations
-                .clone()
-                .map(|mut a| {
-                    a.remove(TRIGGER_TIME);
-                    a
-                })
-                .filter(|a| !a.is_empty()),
-            ..Default::default()
-        },
-        subsets: endpoints
-            .subsets
-            .clone()
-            .filter(|s| !s.is_empty())
-            .map(|mut subsets| {
-                // The copy run from scratch assigned its own pod uids.
-                for subset in &mut subsets {
-                    for address in subset
-                        .addresses
-                        .iter_mut()
-                        .flatten()
-                        .chain(subset.not_ready_addresses.iter_mut().flatten())
-                    {
-                        if let Some(target) = &mut address.target_ref {
-                            target.uid = None;
-                            target.resource_version = None;
-                        }
-                    }
-                }
-                subsets
-            }),
-    }
-}
-
 /// Every object `api` lists, as JSON.
 async fn values_of<K>(api: Api<K>) -> anyhow::Result<Vec<Value>>
 where
@@ -864,366 +751,4 @@ where
         .iter()
         .map(serde_json::to_value)
         .collect::<Result<_, _>>()?)
-}
-
-/// Pretty JSON for failure messages.
-pub fn pretty<T: serde::Serialize + Debug>(value: &T) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_else(|_| format!("{value:?}"))
-}
-
-// ---- reading slices ----
-
-/// Every endpoint of the slices, with the pod it points at.
-pub fn endpoints_by_pod(slices: &[EndpointSlice]) -> BTreeMap<String, Endpoint> {
-    slices
-        .iter()
-        .flat_map(|s| s.endpoints.iter())
-        .filter_map(|e| {
-            let pod = e.target_ref.as_ref()?.name.clone()?;
-            Some((pod, e.clone()))
-        })
-        .collect()
-}
-
-/// The names of the pods the slices point at, sorted.
-pub fn pod_names(slices: &[EndpointSlice]) -> Vec<String> {
-    endpoints_by_pod(slices).into_keys().collect()
-}
-
-/// The endpoint of `pod` in the slices, if any.
-pub fn endpoint_of(slices: &[EndpointSlice], pod: &str) -> Option<Endpoint> {
-    endpoints_by_pod(slices).remove(pod)
-}
-
-/// An endpoint's (ready, serving, terminating) conditions.
-pub fn conditions(endpoint: &Endpoint) -> (Option<bool>, Option<bool>, Option<bool>) {
-    let c = endpoint.conditions.clone().unwrap_or_default();
-    (c.ready, c.serving, c.terminating)
-}
-
-/// The (name, port, protocol) of each port of a slice.
-pub fn ports(slice: &EndpointSlice) -> Vec<(String, i32, String)> {
-    slice
-        .ports
-        .iter()
-        .flatten()
-        .map(|p| {
-            (
-                p.name.clone().unwrap_or_default(),
-                p.port.unwrap_or_default(),
-                p.protocol.clone().unwrap_or_default(),
-            )
-        })
-        .collect()
-}
-
-// ---- reading Endpoints ----
-
-/// The IPs of the ready and of the not-ready addresses, each sorted.
-pub fn addresses(endpoints: Option<&Endpoints>) -> (Vec<String>, Vec<String>) {
-    let mut ready = Vec::new();
-    let mut not_ready = Vec::new();
-    for subset in endpoints
-        .and_then(|e| e.subsets.as_ref())
-        .into_iter()
-        .flatten()
-    {
-        ready.extend(subset.addresses.iter().flatten().map(|a| a.ip.clone()));
-        not_ready.extend(
-            subset
-                .not_ready_addresses
-                .iter()
-                .flatten()
-                .map(|a| a.ip.clone()),
-        );
-    }
-    ready.sort();
-    not_ready.sort();
-    (ready, not_ready)
-}
-
-/// The (name, port) of every port of every subset.
-pub fn endpoints_ports(endpoints: Option<&Endpoints>) -> Vec<(String, i32)> {
-    endpoints
-        .and_then(|e| e.subsets.as_ref())
-        .into_iter()
-        .flatten()
-        .flat_map(|s| s.ports.iter().flatten())
-        .map(|p| (p.name.clone().unwrap_or_default(), p.port))
-        .collect()
-}
-
-/// Owned strings from literals.
-pub fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|s| s.to_string()).collect()
-}
-
-// ---- builders ----
-
-/// The trigger-time annotation parsed, if present.
-pub fn trigger_time(meta: &kube::api::ObjectMeta) -> Option<k8s_openapi::jiff::Timestamp> {
-    meta.annotations.as_ref()?.get(TRIGGER_TIME)?.parse().ok()
-}
-
-/// The lastTransitionTime of a stored pod's Ready condition.
-pub fn ready_transition(pod: &Pod) -> Option<k8s_openapi::jiff::Timestamp> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "Ready")?
-        .last_transition_time
-        .as_ref()
-        .map(|t| t.0)
-}
-
-/// A Pod's Ready condition, stamped now.
-fn ready_condition(ready: bool) -> Value {
-    json!({
-        "type": "Ready",
-        "status": if ready { "True" } else { "False" },
-        "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string(),
-    })
-}
-
-/// Starts a ClusterIP Service in `default` without selector or ports.
-pub fn service(name: &str) -> ServiceBuilder {
-    ServiceBuilder {
-        namespace: "default".into(),
-        name: name.into(),
-        labels: BTreeMap::new(),
-        annotations: BTreeMap::new(),
-        selector: BTreeMap::new(),
-        ports: Vec::new(),
-        spec: serde_json::Map::new(),
-        finalizers: Vec::new(),
-    }
-}
-
-/// Builds a Service.
-#[derive(Debug, Clone)]
-pub struct ServiceBuilder {
-    namespace: String,
-    name: String,
-    labels: BTreeMap<String, String>,
-    annotations: BTreeMap<String, String>,
-    selector: BTreeMap<String, String>,
-    ports: Vec<Value>,
-    /// Other spec fields.
-    spec: serde_json::Map<String, Value>,
-    finalizers: Vec<String>,
-}
-
-impl ServiceBuilder {
-    /// Sets the namespace.
-    pub fn ns(mut self, ns: &str) -> Self {
-        self.namespace = ns.into();
-        self
-    }
-    /// Adds a selector pair.
-    pub fn selector(mut self, key: &str, value: &str) -> Self {
-        self.selector.insert(key.into(), value.into());
-        self
-    }
-    /// Adds a label.
-    pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.labels.insert(key.into(), value.into());
-        self
-    }
-    /// Adds an annotation.
-    pub fn annotation(mut self, key: &str, value: &str) -> Self {
-        self.annotations.insert(key.into(), value.into());
-        self
-    }
-    /// Adds a TCP port with a numeric targetPort.
-    pub fn port(mut self, name: &str, port: i32, target: i32) -> Self {
-        self.ports
-            .push(json!({"name": name, "port": port, "targetPort": target}));
-        self
-    }
-    /// Adds a TCP port whose targetPort names a container port.
-    pub fn named_port(mut self, name: &str, port: i32, target: &str) -> Self {
-        self.ports
-            .push(json!({"name": name, "port": port, "targetPort": target}));
-        self
-    }
-    /// Makes the Service headless (`clusterIP: None`).
-    pub fn headless(mut self) -> Self {
-        self.spec.insert("clusterIP".into(), json!("None"));
-        self
-    }
-    /// Sets `publishNotReadyAddresses`.
-    pub fn publish_not_ready_addresses(mut self) -> Self {
-        self.spec
-            .insert("publishNotReadyAddresses".into(), json!(true));
-        self
-    }
-    /// Asks for both IP families, IPv4 first (`RequireDualStack`).
-    pub fn dual_stack(mut self) -> Self {
-        self.spec
-            .insert("ipFamilyPolicy".into(), json!("RequireDualStack"));
-        self.spec
-            .insert("ipFamilies".into(), json!(["IPv4", "IPv6"]));
-        self
-    }
-    /// Makes it an ExternalName Service pointing at `host`.
-    pub fn external_name(mut self, host: &str) -> Self {
-        self.spec.insert("type".into(), json!("ExternalName"));
-        self.spec.insert("externalName".into(), json!(host));
-        self
-    }
-    /// The object as JSON.
-    pub fn to_json(&self) -> Value {
-        let mut spec = self.spec.clone();
-        spec.insert("selector".into(), json!(self.selector));
-        spec.insert("ports".into(), json!(self.ports));
-        json!({
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "labels": self.labels,
-                "annotations": self.annotations,
-                "finalizers": self.finalizers,
-            },
-            "spec": spec,
-        })
-    }
-    /// Adds a finalizer, so that a delete leaves the Service terminating.
-    pub fn finalizer(mut self, finalizer: &str) -> Self {
-        self.finalizers.push(finalizer.into());
-        self
-    }
-}
-
-/// Starts a running pod in `default`, on [`DEFAULT_NODE`], without IP, not ready.
-pub fn pod(name: &str) -> PodBuilder {
-    PodBuilder {
-        namespace: "default".into(),
-        name: name.into(),
-        labels: BTreeMap::new(),
-        node: Some(DEFAULT_NODE.into()),
-        ips: Vec::new(),
-        ready: false,
-        container_ports: Vec::new(),
-        finalizers: Vec::new(),
-        phase: "Running".into(),
-    }
-}
-
-/// Builds a Pod and its status.
-#[derive(Debug, Clone)]
-pub struct PodBuilder {
-    namespace: String,
-    name: String,
-    labels: BTreeMap<String, String>,
-    node: Option<String>,
-    ips: Vec<String>,
-    ready: bool,
-    container_ports: Vec<Value>,
-    finalizers: Vec<String>,
-    phase: String,
-}
-
-impl PodBuilder {
-    /// Sets the namespace.
-    pub fn ns(mut self, ns: &str) -> Self {
-        self.namespace = ns.into();
-        self
-    }
-    /// Adds a label.
-    pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.labels.insert(key.into(), value.into());
-        self
-    }
-    /// Schedules the pod on a node.
-    pub fn node(mut self, node: &str) -> Self {
-        self.node = Some(node.into());
-        self
-    }
-    /// Appends a pod IP (the first is also `podIP`).
-    pub fn ip(mut self, ip: &str) -> Self {
-        self.ips.push(ip.into());
-        self
-    }
-    /// Sets the Ready condition.
-    pub fn ready(mut self, ready: bool) -> Self {
-        self.ready = ready;
-        self
-    }
-    /// Adds a named TCP container port.
-    pub fn container_port(mut self, name: &str, port: i32) -> Self {
-        self.container_ports
-            .push(json!({"name": name, "containerPort": port}));
-        self
-    }
-    /// Adds a finalizer, so that a delete leaves the pod terminating.
-    pub fn finalizer(mut self, finalizer: &str) -> Self {
-        self.finalizers.push(finalizer.into());
-        self
-    }
-    /// Sets the phase (`Running` by default).
-    pub fn phase(mut self, phase: &str) -> Self {
-        self.phase = phase.into();
-        self
-    }
-    /// The object as JSON, without status.
-    pub fn to_json(&self) -> Value {
-        let mut spec = json!({"containers": [{
-            "name": "app", "image": "nginx", "ports": self.container_ports,
-        }]});
-        if let Some(node) = &self.node {
-            spec["nodeName"] = json!(node);
-        }
-        json!({
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "labels": self.labels,
-                "finalizers": self.finalizers,
-            },
-            "spec": spec,
-        })
-    }
-    /// The status a kubelet would write.
-    pub fn status_json(&self) -> Value {
-        let mut status = json!({
-            "phase": self.phase,
-            "conditions": [ready_condition(self.ready)],
-        });
-        if let Some(first) = self.ips.first() {
-            status["podIP"] = json!(first);
-            status["podIPs"] = json!(self
-                .ips
-                .iter()
-                .map(|ip| json!({"ip": ip}))
-                .collect::<Vec<_>>());
-        }
-        status
-    }
-}
-
-/// Starts a ready node with 4 CPUs and no labels.
-pub fn node(name: &str) -> NodeBuilder {
-    NodeBuilder {
-        name: name.into(),
-        labels: BTreeMap::new(),
-        cpu: "4".into(),
-    }
-}
-
-/// Builds a Node.
-#[derive(Debug, Clone)]
-pub struct NodeBuilder {
-    name: String,
-    labels: BTreeMap<String, String>,
-    cpu: String,
-}
-
-impl NodeBuilder {
-    /// Sets the `topology.kubernetes.io/zone` label.
-    pub fn zone(mut self, zone: &str) -> Self {
-        self.labels.insert(ZONE_LABEL.into(), zone.into());
-        self
-    }
 }

@@ -8,8 +8,6 @@
 //! before it has been looked at too. The tests run on a current-thread runtime so that the
 //! log capture, a thread-local subscriber, sees the controllers' tasks.
 
-mod support;
-
 use std::sync::{Arc, Mutex, PoisonError};
 
 use controller::field_manager::FIELD_MANAGER;
@@ -20,7 +18,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use reconcile::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_MANAGED_BY};
 use serde_json::json;
-use support::{
+use testkit::{
     addresses, endpoints_only, eventually, options, pod, service, slices_only, Controllers,
     TestCluster,
 };

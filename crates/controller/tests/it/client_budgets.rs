@@ -8,8 +8,6 @@
 //! With `--use-service-account-credentials` the clients carry a ServiceAccount's token each,
 //! which they renew when the API server stops accepting it.
 
-mod support;
-
 use controller::{Clients, Options};
 use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -18,7 +16,7 @@ use reconcile::labels::{
     MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY,
 };
 use serde_json::json;
-use support::{eventually, options, pretty, service, TestCluster};
+use testkit::{eventually, options, pretty, service, TestCluster};
 
 const NS: &str = "default";
 /// Services the EndpointSlice controller must write a slice for.
@@ -139,20 +137,20 @@ async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go
         .await?;
     cluster
         .create_pod(
-            &support::pod("web-1")
+            &testkit::pod("web-1")
                 .label("app", "web")
                 .ip("10.0.0.1")
                 .ready(true),
         )
         .await?;
     cluster
-        .wait_for_slices(NS, "web", "one pod", |s| support::pod_names(s) == ["web-1"])
+        .wait_for_slices(NS, "web", "one pod", |s| testkit::pod_names(s) == ["web-1"])
         .await;
     // Past the tokens' life: the next writes are refused until the tokens are renewed.
     tokio::time::sleep(Duration::from_millis(2500)).await;
     cluster
         .create_pod(
-            &support::pod("web-2")
+            &testkit::pod("web-2")
                 .label("app", "web")
                 .ip("10.0.0.2")
                 .ready(true),
@@ -160,7 +158,7 @@ async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go
         .await?;
     cluster
         .wait_for_slices(NS, "web", "two pods", |s| {
-            support::pod_names(s) == ["web-1", "web-2"]
+            testkit::pod_names(s) == ["web-1", "web-2"]
         })
         .await;
     cluster.wait_for_planned_endpoints(NS, "web").await;
@@ -216,14 +214,14 @@ async fn without_rights_to_mint_tokens_every_controller_acts_as_the_kubeconfig_i
         .await?;
     cluster
         .create_pod(
-            &support::pod("web-1")
+            &testkit::pod("web-1")
                 .label("app", "web")
                 .ip("10.0.0.1")
                 .ready(true),
         )
         .await?;
     cluster
-        .wait_for_slices(NS, "web", "one pod", |s| support::pod_names(s) == ["web-1"])
+        .wait_for_slices(NS, "web", "one pod", |s| testkit::pod_names(s) == ["web-1"])
         .await;
     let log = cluster.server.request_log();
     assert!(log

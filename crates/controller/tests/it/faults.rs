@@ -4,11 +4,9 @@
 //!
 //! Each test starts its own server and controllers; waits poll the API with a deadline.
 
-mod support;
-
 use apiserver::FaultResponse;
 use serde_json::json;
-use support::{
+use testkit::{
     endpoint_of, eventually, node, options, pod, pod_names, service, slices_only, TestCluster,
 };
 

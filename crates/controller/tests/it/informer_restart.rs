@@ -8,7 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use testkit::within;
 
 use apiserver::{ApiServer, Config};
 use controller::informer::{Handler, Informer};
@@ -59,13 +59,6 @@ impl Handler<String> for Recorder {
     }
     fn on_delete(&self, old: &Arc<String>) {
         let _ = self.0.send(format!("delete {old}"));
-    }
-}
-
-async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(Duration::from_secs(20), fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
     }
 }
 

@@ -4,9 +4,8 @@
 //! Each test starts its own server. Waits are bounded by a generous deadline that only fails
 //! a hung test; nothing sleeps for a fixed time.
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use testkit::within;
 
 use apiserver::{ApiServer, Config};
 use controller::informer::{Handler, Informer, ObjectKey};
@@ -49,19 +48,9 @@ impl Handler<PodView> for Recorder {
     }
 }
 
-async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(Duration::from_secs(20), fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
-}
-
+/// An unscheduled pod labelled `app`.
 fn pod(name: &str, app: &str) -> Pod {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"app": app}},
-        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
-    }))
-    .unwrap()
+    testkit::pod(name).unscheduled().label("app", app).object()
 }
 
 struct Running {

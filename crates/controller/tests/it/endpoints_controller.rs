@@ -5,14 +5,12 @@
 //!
 //! Each test starts its own server and controllers; waits poll the API with a deadline.
 
-mod support;
-
 use apiserver::FaultResponse;
 use k8s_openapi::api::core::v1::Endpoints;
 use kube::api::PostParams;
 use reconcile::endpoints::LEADER_ANNOTATION;
 use serde_json::json;
-use support::{
+use testkit::{
     addresses, endpoints_only, endpoints_ports, eventually, pod, service, strings, trigger_time,
     TestCluster, DEFAULT_NODE,
 };

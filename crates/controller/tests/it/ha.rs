@@ -5,8 +5,6 @@
 //! Durations are short (lease 2s, renew deadline 1s, retry 100ms, health margin 500ms);
 //! waits poll with a generous deadline and never assert on timing.
 
-mod support;
-
 use std::time::Duration;
 
 use axum::body::Body;
@@ -15,10 +13,9 @@ use controller::health::{self, Liveness, Readiness};
 use controller::leader::LeadershipEnd;
 use controller::replica::Replica;
 use http::{Request, StatusCode};
-use k8s_openapi::api::coordination::v1::Lease;
-use kube::{Api, Client};
+use kube::Client;
 use prometheus::Registry;
-use support::{eventually, metric, options, pod, pod_names, service, within, TestCluster};
+use testkit::{eventually, metric, options, pod, pod_names, service, within, TestCluster};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
@@ -147,27 +144,6 @@ fn writes_by(cluster: &TestCluster, agent: &str) -> Vec<String> {
         .collect()
 }
 
-async fn wait_for_holder(cluster: &TestCluster, identity: &str) {
-    let api: Api<Lease> = Api::namespaced(cluster.client.clone(), LEASE_NAMESPACE);
-    eventually(&format!("{identity} to hold the Lease"), || {
-        let api = api.clone();
-        async move {
-            let holder = api
-                .get_opt(LEASE)
-                .await
-                .map_err(|e| e.to_string())?
-                .and_then(|l| l.spec)
-                .and_then(|s| s.holder_identity);
-            if holder.as_deref() == Some(identity) {
-                Ok(())
-            } else {
-                Err(format!("holder {holder:?}"))
-            }
-        }
-    })
-    .await;
-}
-
 async fn web(cluster: &TestCluster) -> anyhow::Result<()> {
     cluster
         .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
@@ -185,7 +161,7 @@ async fn both_replicas_are_ready_only_the_leader_writes_and_a_stopped_leader_han
     cluster.server.record_requests(true);
     web(&cluster).await?;
     let alpha = Instance::start(&cluster, "alpha");
-    wait_for_holder(&cluster, "alpha").await;
+    cluster.wait_for_lease_holder("alpha").await;
     let bravo = Instance::start(&cluster, "bravo");
 
     alpha.wait_for("/readyz", StatusCode::OK).await;
@@ -208,7 +184,7 @@ async fn both_replicas_are_ready_only_the_leader_writes_and_a_stopped_leader_han
     assert_eq!(bravo.slice_syncs(), 0.0);
 
     assert_eq!(alpha.stop().await, LeadershipEnd::ShutDown);
-    wait_for_holder(&cluster, "bravo").await;
+    cluster.wait_for_lease_holder("bravo").await;
     cluster
         .create_pod(&pod("web-2").label("app", "web").ip("10.0.0.2").ready(true))
         .await?;
@@ -245,7 +221,7 @@ async fn a_leader_whose_lease_renewals_fail_turns_healthz_failing_and_the_standb
     let cluster = TestCluster::start().await;
     web(&cluster).await?;
     let alpha = Instance::start(&cluster, "alpha");
-    wait_for_holder(&cluster, "alpha").await;
+    cluster.wait_for_lease_holder("alpha").await;
     let bravo = Instance::start(&cluster, "bravo");
     alpha.wait_for("/readyz", StatusCode::OK).await;
     assert_eq!(alpha.probe("/healthz").await.0, StatusCode::OK);
@@ -264,7 +240,7 @@ async fn a_leader_whose_lease_renewals_fail_turns_healthz_failing_and_the_standb
     assert_eq!(end, LeadershipEnd::Lost);
 
     cluster.faults().clear();
-    wait_for_holder(&cluster, "bravo").await;
+    cluster.wait_for_lease_holder("bravo").await;
     assert_eq!(bravo.probe("/healthz").await.0, StatusCode::OK);
     assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);
     Ok(())

@@ -15,8 +15,6 @@
 //! `finalizers` subresource, so each such reference the controllers wrote counts as an
 //! `update services/finalizers`.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,7 +31,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use kube::Client;
 use prometheus::Registry;
 use serde_json::Value;
-use support::{options, pod, pod_names, service, within, TestCluster};
+use testkit::{options, pod, pod_names, service, within, TestCluster};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -457,7 +455,7 @@ async fn controllers_requests(variant: Variant) -> anyhow::Result<BTreeSet<(User
     cluster.wait_for_planned_endpoints(NS, "web").await;
     cluster.wait_for_planned_endpoints("shop", "web").await;
     // Four failures over two Services: one of them failed twice, and its Event was patched.
-    support::eventually("a repeated Event", || {
+    testkit::eventually("a repeated Event", || {
         let cluster = &cluster;
         async move {
             let mut counts = Vec::new();
@@ -485,8 +483,8 @@ async fn controllers_requests(variant: Variant) -> anyhow::Result<BTreeSet<(User
     cluster
         .wait_for_slices(NS, "web", "one not-ready pod in one slice", |s| {
             s.len() == 1
-                && support::endpoint_of(s, "web-1")
-                    .is_some_and(|e| support::conditions(&e).0 == Some(false))
+                && testkit::endpoint_of(s, "web-1")
+                    .is_some_and(|e| testkit::conditions(&e).0 == Some(false))
         })
         .await;
     cluster.wait_for_planned_endpoints(NS, "web").await;
@@ -510,7 +508,7 @@ async fn controllers_requests(variant: Variant) -> anyhow::Result<BTreeSet<(User
     }
 
     cluster.delete_service("shop", "web").await?;
-    support::eventually("the Endpoints of a deleted Service to go", || {
+    testkit::eventually("the Endpoints of a deleted Service to go", || {
         let cluster = &cluster;
         async move {
             match cluster.get_endpoints("shop", "web").await {

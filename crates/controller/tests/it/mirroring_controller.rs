@@ -5,15 +5,13 @@
 //!
 //! Each test starts its own server and controllers; waits poll the API with a deadline.
 
-mod support;
-
 use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use reconcile::endpoints::LEADER_ANNOTATION;
 use reconcile::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SKIP_MIRROR, SLICE_MANAGED_BY};
 use serde_json::json;
-use support::{eventually, mirroring_only, pretty, service, Controllers, TestCluster};
+use testkit::{eventually, mirroring_only, pretty, service, Controllers, TestCluster};
 
 const NS: &str = "default";
 

@@ -5,8 +5,6 @@
 //! Durations are short (lease 2s, renew deadline 1s, retry 200ms) so hand-overs are quick;
 //! waits poll the API with a generous deadline and never assert on timing.
 
-mod support;
-
 use std::time::Duration;
 
 use controller::config::LeaderElectionSettings;
@@ -15,7 +13,7 @@ use controller::leader::{LeaderElector, LeadershipEnd};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use prometheus::Registry;
-use support::{eventually, metric, options, pod, pod_names, service, within, TestCluster};
+use testkit::{metric, options, pod, pod_names, service, within, TestCluster};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -107,26 +105,6 @@ fn leases(cluster: &TestCluster) -> Api<Lease> {
     Api::namespaced(cluster.client.clone(), LEASE_NAMESPACE)
 }
 
-/// Waits until the Lease names `identity` as holder, and returns it.
-async fn wait_for_holder(cluster: &TestCluster, identity: &str) -> Lease {
-    let api = leases(cluster);
-    eventually(&format!("{identity} to hold the Lease"), || {
-        let api = api.clone();
-        async move {
-            let lease = api.get_opt(LEASE).await.map_err(|e| e.to_string())?;
-            let holder = lease
-                .as_ref()
-                .and_then(|l| l.spec.as_ref())
-                .and_then(|s| s.holder_identity.clone());
-            match lease {
-                Some(lease) if holder.as_deref() == Some(identity) => Ok(lease),
-                _ => Err(format!("holder {holder:?}")),
-            }
-        }
-    })
-    .await
-}
-
 /// A Service `web` with one ready pod.
 async fn web(cluster: &TestCluster) -> anyhow::Result<()> {
     cluster
@@ -150,7 +128,7 @@ async fn add_pod_and_wait(cluster: &TestCluster, name: &str, ip: &str) -> anyhow
         .await;
     cluster
         .wait_for_endpoints(NS, "web", &format!("{name} published"), |e| {
-            support::addresses(e).0.iter().any(|a| a == ip)
+            testkit::addresses(e).0.iter().any(|a| a == ip)
         })
         .await;
     Ok(())
@@ -162,7 +140,7 @@ async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_o
     let cluster = TestCluster::start().await;
     web(&cluster).await?;
     let alpha = Instance::start(&cluster, "alpha");
-    let first = wait_for_holder(&cluster, "alpha").await;
+    let first = cluster.wait_for_lease_holder("alpha").await;
     let bravo = Instance::start(&cluster, "bravo");
 
     add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
@@ -174,7 +152,7 @@ async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_o
         (0.0, 0.0),
         "the standby runs no controller"
     );
-    let lease = wait_for_holder(&cluster, "alpha").await;
+    let lease = cluster.wait_for_lease_holder("alpha").await;
     assert_eq!(
         lease.spec.as_ref().and_then(|s| s.lease_duration_seconds),
         Some(2)
@@ -182,7 +160,7 @@ async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_o
 
     // Stopping the holder releases the Lease; the standby takes it and converges.
     assert_eq!(alpha.stop().await, LeadershipEnd::ShutDown);
-    let handed_over = wait_for_holder(&cluster, "bravo").await;
+    let handed_over = cluster.wait_for_lease_holder("bravo").await;
     let transitions = |l: &Lease| l.spec.as_ref().and_then(|s| s.lease_transitions);
     assert!(
         transitions(&handed_over) > transitions(&first),
@@ -208,7 +186,7 @@ async fn a_killed_holder_is_replaced_once_its_lease_expires() -> anyhow::Result<
     let cluster = TestCluster::start().await;
     web(&cluster).await?;
     let alpha = Instance::start(&cluster, "alpha");
-    wait_for_holder(&cluster, "alpha").await;
+    cluster.wait_for_lease_holder("alpha").await;
     let bravo = Instance::start(&cluster, "bravo");
     cluster
         .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
@@ -217,7 +195,7 @@ async fn a_killed_holder_is_replaced_once_its_lease_expires() -> anyhow::Result<
     // A crash: no release, the Lease still names alpha until it expires.
     alpha.task.abort();
     let _aborted = alpha.task.await;
-    wait_for_holder(&cluster, "bravo").await;
+    cluster.wait_for_lease_holder("bravo").await;
     add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
     assert!(bravo.slice_syncs() > 0.0);
     assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);
@@ -230,7 +208,7 @@ async fn a_holder_that_cannot_renew_stops_its_controllers_and_the_standby_takes_
     let cluster = TestCluster::start().await;
     web(&cluster).await?;
     let alpha = Instance::start(&cluster, "alpha");
-    wait_for_holder(&cluster, "alpha").await;
+    cluster.wait_for_lease_holder("alpha").await;
     let bravo = Instance::start(&cluster, "bravo");
     cluster
         .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
@@ -242,7 +220,7 @@ async fn a_holder_that_cannot_renew_stops_its_controllers_and_the_standby_takes_
     assert_eq!(end, LeadershipEnd::Lost);
 
     cluster.faults().clear();
-    wait_for_holder(&cluster, "bravo").await;
+    cluster.wait_for_lease_holder("bravo").await;
     add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
     assert!(bravo.slice_syncs() > 0.0);
     assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);

@@ -1,13 +1,8 @@
-//! Shared pieces of the kube-client tests; each test starts its own server with these.
-
-#![allow(dead_code, reason = "each test binary uses a different subset")]
+//! The embedded API server on its own: a server with a client, raw requests a typed client
+//! cannot make, and the Status of an API error.
 
 use apiserver::{ApiServer, Config};
-use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
-use serde_json::json;
-use std::future::Future;
-use std::time::Duration;
 
 /// A server with the default config and an in-process client for it.
 pub fn start() -> (ApiServer, Client) {
@@ -19,23 +14,6 @@ pub fn start_with(config: Config) -> (ApiServer, Client) {
     let server = ApiServer::new(config);
     let client = Client::new(server.service(), "default");
     (server, client)
-}
-
-/// Fails a test that hangs instead of letting it run forever; never a timing assertion.
-pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(Duration::from_secs(20), fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
-}
-
-/// A pod labelled `app=web` with one container exposing port 80.
-pub fn pod(name: &str) -> Pod {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "c", "image": "nginx", "ports": [{"containerPort": 80}]}]},
-    }))
-    .unwrap()
 }
 
 /// The Status of an API error; fails the test on any other error.
@@ -62,16 +40,20 @@ pub async fn send(
         .uri(path)
         .header(http::header::CONTENT_TYPE, content_type)
         .body(body.into())
-        .unwrap();
-    let response = server.service().oneshot(request).await.unwrap();
+        .expect("a valid request");
+    let response = server
+        .service()
+        .oneshot(request)
+        .await
+        .expect("the router answers");
     let code = response.status().as_u16();
     let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
         .await
-        .unwrap();
+        .expect("a readable body");
     (code, serde_json::from_slice(&bytes).unwrap_or_default())
 }
 
-/// [`send`] with a JSON body.
+/// [`send`] with a JSON body (a merge patch for `PATCH`).
 pub async fn send_json(
     server: &ApiServer,
     method: &str,

@@ -1,8 +1,6 @@
 //! Shadow mode end to end: one set of controllers writes, a shadow set watches the same
 //! server with writes off, and reports only the differences the writer did not repair.
 
-mod support;
-
 use controller::health::Readiness;
 use controller::shadow::Shadow;
 use controller::Options;
@@ -10,7 +8,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::{eventually, options, pod, service, TestCluster};
+use testkit::{eventually, options, pod, service, TestCluster};
 use tokio_util::sync::CancellationToken;
 
 const NS: &str = "default";

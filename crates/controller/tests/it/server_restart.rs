@@ -3,10 +3,8 @@
 //! controllers wrote is gone. The controllers must notice, re-list, and write them all again,
 //! and `/readyz` must say they are not ready while their watches fail.
 
-mod support;
-
 use apiserver::{ApiServer, ApiServerHandle, Config};
-use support::*;
+use testkit::*;
 
 /// The objects the test creates on each server: two Services of two ready pods each.
 async fn populate(cluster: &TestCluster) -> anyhow::Result<()> {

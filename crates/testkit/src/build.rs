@@ -1,0 +1,317 @@
+//! Builders for the objects the controllers read, with named setters.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::{json, Value};
+
+/// The node label that carries its zone.
+pub use reconcile::projection::ZONE_LABEL;
+
+/// The node [`crate::TestCluster::start`] creates and [`pod`] schedules on.
+pub const DEFAULT_NODE: &str = "node-1";
+
+/// A Pod's Ready condition, stamped now.
+pub(crate) fn ready_condition(ready: bool) -> Value {
+    json!({
+        "type": "Ready",
+        "status": if ready { "True" } else { "False" },
+        "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string(),
+    })
+}
+
+/// Starts a ClusterIP Service in `default` without selector or ports.
+pub fn service(name: &str) -> ServiceBuilder {
+    ServiceBuilder {
+        namespace: "default".into(),
+        name: name.into(),
+        labels: BTreeMap::new(),
+        annotations: BTreeMap::new(),
+        selector: BTreeMap::new(),
+        ports: Vec::new(),
+        spec: serde_json::Map::new(),
+        finalizers: Vec::new(),
+    }
+}
+
+/// Builds a Service.
+#[derive(Debug, Clone)]
+pub struct ServiceBuilder {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) annotations: BTreeMap<String, String>,
+    pub(crate) selector: BTreeMap<String, String>,
+    pub(crate) ports: Vec<Value>,
+    /// Other spec fields.
+    pub(crate) spec: serde_json::Map<String, Value>,
+    pub(crate) finalizers: Vec<String>,
+}
+
+impl ServiceBuilder {
+    /// Sets the namespace.
+    pub fn ns(mut self, ns: &str) -> Self {
+        self.namespace = ns.into();
+        self
+    }
+    /// Adds a selector pair.
+    pub fn selector(mut self, key: &str, value: &str) -> Self {
+        self.selector.insert(key.into(), value.into());
+        self
+    }
+    /// Adds a label.
+    pub fn label(mut self, key: &str, value: &str) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+    /// Adds an annotation.
+    pub fn annotation(mut self, key: &str, value: &str) -> Self {
+        self.annotations.insert(key.into(), value.into());
+        self
+    }
+    /// Adds a TCP port with a numeric targetPort.
+    pub fn port(mut self, name: &str, port: i32, target: i32) -> Self {
+        self.ports
+            .push(json!({"name": name, "port": port, "targetPort": target}));
+        self
+    }
+    /// Adds an unnamed TCP port whose targetPort is the same number (the only port a
+    /// Service may leave unnamed).
+    pub fn unnamed_port(mut self, port: i32) -> Self {
+        self.ports.push(json!({"port": port}));
+        self
+    }
+    /// Sets any other spec field, e.g. `sessionAffinity`.
+    pub fn spec(mut self, field: &str, value: Value) -> Self {
+        self.spec.insert(field.into(), value);
+        self
+    }
+    /// The object as a manifest for `plan` or `kubectl apply`.
+    pub fn manifest(&self) -> Value {
+        let mut service = self.to_json();
+        service["apiVersion"] = json!("v1");
+        service["kind"] = json!("Service");
+        service
+    }
+    /// Adds a TCP port whose targetPort names a container port.
+    pub fn named_port(mut self, name: &str, port: i32, target: &str) -> Self {
+        self.ports
+            .push(json!({"name": name, "port": port, "targetPort": target}));
+        self
+    }
+    /// Makes the Service headless (`clusterIP: None`).
+    pub fn headless(mut self) -> Self {
+        self.spec.insert("clusterIP".into(), json!("None"));
+        self
+    }
+    /// Sets `publishNotReadyAddresses`.
+    pub fn publish_not_ready_addresses(mut self) -> Self {
+        self.spec
+            .insert("publishNotReadyAddresses".into(), json!(true));
+        self
+    }
+    /// Asks for both IP families, IPv4 first (`RequireDualStack`).
+    pub fn dual_stack(mut self) -> Self {
+        self.spec
+            .insert("ipFamilyPolicy".into(), json!("RequireDualStack"));
+        self.spec
+            .insert("ipFamilies".into(), json!(["IPv4", "IPv6"]));
+        self
+    }
+    /// Makes it an ExternalName Service pointing at `host`.
+    pub fn external_name(mut self, host: &str) -> Self {
+        self.spec.insert("type".into(), json!("ExternalName"));
+        self.spec.insert("externalName".into(), json!(host));
+        self
+    }
+    /// The object as JSON.
+    pub fn to_json(&self) -> Value {
+        let mut spec = self.spec.clone();
+        spec.insert("selector".into(), json!(self.selector));
+        spec.insert("ports".into(), json!(self.ports));
+        json!({
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "labels": self.labels,
+                "annotations": self.annotations,
+                "finalizers": self.finalizers,
+            },
+            "spec": spec,
+        })
+    }
+    /// Adds a finalizer, so that a delete leaves the Service terminating.
+    pub fn finalizer(mut self, finalizer: &str) -> Self {
+        self.finalizers.push(finalizer.into());
+        self
+    }
+}
+
+/// Starts a running pod in `default`, on [`DEFAULT_NODE`], without IP, not ready.
+pub fn pod(name: &str) -> PodBuilder {
+    PodBuilder {
+        namespace: "default".into(),
+        name: name.into(),
+        labels: BTreeMap::new(),
+        node: Some(DEFAULT_NODE.into()),
+        ips: Vec::new(),
+        ready: false,
+        container_ports: Vec::new(),
+        finalizers: Vec::new(),
+        phase: "Running".into(),
+    }
+}
+
+/// Builds a Pod and its status.
+#[derive(Debug, Clone)]
+pub struct PodBuilder {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) node: Option<String>,
+    pub(crate) ips: Vec<String>,
+    pub(crate) ready: bool,
+    pub(crate) container_ports: Vec<Value>,
+    pub(crate) finalizers: Vec<String>,
+    pub(crate) phase: String,
+}
+
+impl PodBuilder {
+    /// Sets the namespace.
+    pub fn ns(mut self, ns: &str) -> Self {
+        self.namespace = ns.into();
+        self
+    }
+    /// Adds a label.
+    pub fn label(mut self, key: &str, value: &str) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+    /// Schedules the pod on a node.
+    pub fn node(mut self, node: &str) -> Self {
+        self.node = Some(node.into());
+        self
+    }
+    /// Appends a pod IP (the first is also `podIP`).
+    pub fn ip(mut self, ip: &str) -> Self {
+        self.ips.push(ip.into());
+        self
+    }
+    /// Sets the Ready condition.
+    pub fn ready(mut self, ready: bool) -> Self {
+        self.ready = ready;
+        self
+    }
+    /// Adds a named TCP container port.
+    pub fn container_port(mut self, name: &str, port: i32) -> Self {
+        self.container_ports
+            .push(json!({"name": name, "containerPort": port}));
+        self
+    }
+    /// Adds a finalizer, so that a delete leaves the pod terminating.
+    pub fn finalizer(mut self, finalizer: &str) -> Self {
+        self.finalizers.push(finalizer.into());
+        self
+    }
+    /// Sets the phase (`Running` by default).
+    pub fn phase(mut self, phase: &str) -> Self {
+        self.phase = phase.into();
+        self
+    }
+    /// Leaves the pod unscheduled (no `nodeName`).
+    pub fn unscheduled(mut self) -> Self {
+        self.node = None;
+        self
+    }
+    /// The pod as a typed object, without status (what a create sends).
+    pub fn object(&self) -> Pod {
+        serde_json::from_value(self.to_json()).expect("the builder writes a valid Pod")
+    }
+    /// The object as JSON, without status.
+    pub fn to_json(&self) -> Value {
+        let mut spec = json!({"containers": [{
+            "name": "app", "image": "nginx", "ports": self.container_ports,
+        }]});
+        if let Some(node) = &self.node {
+            spec["nodeName"] = json!(node);
+        }
+        json!({
+            "metadata": {
+                "name": self.name,
+                "namespace": self.namespace,
+                "labels": self.labels,
+                "finalizers": self.finalizers,
+            },
+            "spec": spec,
+        })
+    }
+    /// The status a kubelet would write, its Ready condition stamped now.
+    pub fn status_json(&self) -> Value {
+        self.status(Some(ready_condition(self.ready)))
+    }
+
+    fn status(&self, ready: Option<Value>) -> Value {
+        let ready = ready.unwrap_or_else(
+            || json!({"type": "Ready", "status": if self.ready { "True" } else { "False" }}),
+        );
+        let mut status = json!({"phase": self.phase, "conditions": [ready]});
+        if let Some(first) = self.ips.first() {
+            status["podIP"] = json!(first);
+            status["podIPs"] = json!(self
+                .ips
+                .iter()
+                .map(|ip| json!({"ip": ip}))
+                .collect::<Vec<_>>());
+        }
+        status
+    }
+
+    /// The whole object as a manifest for `plan` or `kubectl apply`: kind, spec and status,
+    /// the Ready condition without a transition time, so the manifest is the same every run.
+    pub fn manifest(&self) -> Value {
+        let mut pod = self.to_json();
+        pod["apiVersion"] = json!("v1");
+        pod["kind"] = json!("Pod");
+        pod["status"] = self.status(None);
+        pod
+    }
+}
+
+/// Starts a ready node with 4 CPUs and no labels.
+pub fn node(name: &str) -> NodeBuilder {
+    NodeBuilder {
+        name: name.into(),
+        labels: BTreeMap::new(),
+        cpu: "4".into(),
+    }
+}
+
+/// Builds a Node.
+#[derive(Debug, Clone)]
+pub struct NodeBuilder {
+    pub(crate) name: String,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) cpu: String,
+}
+
+impl NodeBuilder {
+    /// Sets the `topology.kubernetes.io/zone` label.
+    pub fn zone(mut self, zone: &str) -> Self {
+        self.labels.insert(ZONE_LABEL.into(), zone.into());
+        self
+    }
+
+    /// The node as a manifest: labels and the status [`crate::TestCluster::create_node`]
+    /// writes (Ready, allocatable CPU).
+    pub fn manifest(&self) -> Value {
+        json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": self.name, "labels": self.labels},
+            "status": {
+                "allocatable": {"cpu": self.cpu},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        })
+    }
+}
