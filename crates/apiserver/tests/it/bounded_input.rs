@@ -1,12 +1,11 @@
 //! What the server does with hostile request bodies: oversized ones get kube-apiserver's 413,
 //! deeply nested ones a 400 before any parser runs, and nothing panics.
 
-mod support;
-
 use apiserver::limits::{MAX_BODY_BYTES, MAX_NESTING};
 use apiserver::{ApiServer, Config};
 use serde_json::json;
-use support::{send, within};
+use testkit::server::send;
+use testkit::within;
 
 const PODS: &str = "/api/v1/namespaces/default/pods";
 
@@ -80,10 +79,10 @@ async fn body_nested_within_the_limit_is_parsed() {
 // ---- property: mutated requests get an answer, never a panic or a 500 ----
 
 mod mutated_requests {
-    use super::support::send;
     use apiserver::{ApiServer, Config};
     use proptest::prelude::*;
     use serde_json::{json, Value};
+    use testkit::server::send;
 
     /// Valid objects of each kind the controllers use, with the collection they are posted to.
     fn seeds() -> Vec<(&'static str, Value)> {

@@ -1,15 +1,16 @@
 //! Garbage collection by ownerReferences, driven with the real kube client: background
 //! deletion of dependents, and the Foreground and Orphan propagation policies.
 
-mod support;
-
+use crate::pod;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use serde_json::{json, Value};
-use support::{api_status, pod, start, within};
+use testkit::server::api_status;
+use testkit::server::start;
+use testkit::within;
 
 fn owner_ref<K: Resource<DynamicType = ()>>(owner: &K, block: bool) -> Value {
     json!({

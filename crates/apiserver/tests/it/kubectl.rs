@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
+use testkit::wait::within_for;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
@@ -63,7 +64,9 @@ impl Kubectl {
             input.write_all(text.as_bytes()).await.unwrap();
         }
         drop(input);
-        let out = within("kubectl", child.wait_with_output()).await.unwrap();
+        let out = within_for(KUBECTL, "kubectl", child.wait_with_output())
+            .await
+            .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(
@@ -88,12 +91,8 @@ impl Drop for Kubectl {
     }
 }
 
-async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    match tokio::time::timeout(Duration::from_secs(60), fut).await {
-        Ok(v) => v,
-        Err(_) => panic!("timed out waiting for {what}"),
-    }
-}
+/// How long a `kubectl` run may take on a loaded machine.
+const KUBECTL: Duration = Duration::from_secs(60);
 
 fn pod_manifest(name: &str) -> String {
     json!({
@@ -204,11 +203,15 @@ async fn kubectl_get_watch_prints_later_changes() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = within("first pod", lines.next_line()).await.unwrap();
+    let first = within_for(KUBECTL, "first pod", lines.next_line())
+        .await
+        .unwrap();
     assert_eq!(first.as_deref(), Some("pod/first"));
     k.run(&["create", "-f", "-"], Some(&pod_manifest("second")))
         .await;
-    let second = within("second pod", lines.next_line()).await.unwrap();
+    let second = within_for(KUBECTL, "second pod", lines.next_line())
+        .await
+        .unwrap();
     assert_eq!(second.as_deref(), Some("pod/second"));
     child.kill().await.unwrap();
     assert!(k
@@ -527,19 +530,22 @@ async fn kubectl_get_watch_prints_table_rows_for_later_changes() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let header = within("header", lines.next_line()).await.unwrap().unwrap();
+    let header = within_for(KUBECTL, "header", lines.next_line())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         headers(&header),
         ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     );
-    let first = within("first pod", lines.next_line())
+    let first = within_for(KUBECTL, "first pod", lines.next_line())
         .await
         .unwrap()
         .unwrap();
     assert!(first.starts_with("first "), "{first}");
     k.run(&["create", "-f", "-"], Some(&pod_manifest("second")))
         .await;
-    let second = within("second pod", lines.next_line())
+    let second = within_for(KUBECTL, "second pod", lines.next_line())
         .await
         .unwrap()
         .unwrap();

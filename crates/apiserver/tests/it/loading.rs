@@ -1,12 +1,10 @@
 //! Loading manifests with `ApiServer::apply_objects`, as `-f` and the conformance loader do.
 
-mod support;
-
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use serde_json::json;
-use support::start;
+use testkit::server::start;
 
 #[tokio::test]
 async fn loaded_references_follow_the_uids_the_server_assigns() {

@@ -2,8 +2,7 @@
 //! and over TCP. Each test starts its own server; waits are bounded by a deadline that only
 //! fails a hung test, and nothing sleeps for a fixed time.
 
-mod support;
-
+use crate::pod;
 use apiserver::{ApiServer, Config};
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
@@ -11,7 +10,9 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchParams};
 use kube::{Api, Client};
 use serde_json::json;
-use support::{api_status, pod, start, within};
+use testkit::server::api_status;
+use testkit::server::start;
+use testkit::within;
 
 #[tokio::test]
 async fn pods_can_be_created_read_listed_replaced_and_deleted() {
@@ -469,7 +470,7 @@ async fn service_accounts_are_served_like_other_kinds() {
     let (server, client) = start();
     let body = json!({"metadata": {"name": "endpoint-controller", "namespace": "kube-system"}});
     let path = "/api/v1/namespaces/kube-system/serviceaccounts";
-    let (code, created) = support::send_json(&server, "POST", path, &body).await;
+    let (code, created) = testkit::server::send_json(&server, "POST", path, &body).await;
     assert_eq!(code, 201, "{created}");
     assert_eq!(
         (&created["apiVersion"], &created["kind"]),
@@ -481,7 +482,7 @@ async fn service_accounts_are_served_like_other_kinds() {
     assert!(created["metadata"].get("generation").is_none(), "{created}");
 
     let bad = json!({"metadata": {"name": "Endpoint_Controller"}});
-    let (code, status) = support::send_json(&server, "POST", path, &bad).await;
+    let (code, status) = testkit::server::send_json(&server, "POST", path, &bad).await;
     assert_eq!(code, 422, "a name must be a DNS subdomain: {status}");
 
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "kube-system");
@@ -506,7 +507,7 @@ async fn service_accounts_are_served_like_other_kinds() {
         .expect("ServiceAccount is discoverable");
     assert_eq!(resource.plural, "serviceaccounts");
     assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
-    let (_, core) = support::send_json(&server, "GET", "/api/v1", &json!(null)).await;
+    let (_, core) = testkit::server::send_json(&server, "GET", "/api/v1", &json!(null)).await;
     let entries = core["resources"].as_array().unwrap();
     let find = |name: &str| entries.iter().find(|r| r["name"] == name).cloned();
     assert_eq!(

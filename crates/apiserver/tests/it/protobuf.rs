@@ -2,10 +2,7 @@
 //! (`Accept: application/vnd.kubernetes.protobuf, application/json`, client-go's default for
 //! built-in kinds): lists, gets, watches, writes and errors.
 
-mod support;
-
 /// The transcoder against a real kube-apiserver's recorded answers.
-#[path = "protobuf/recordings.rs"]
 mod recordings;
 
 use apiserver::protobuf::{self, decode_object, decode_watch_stream, encode_object};
@@ -82,7 +79,7 @@ async fn request(
         .get(http::header::CONTENT_TYPE)
         .map(|v| v.to_str().unwrap().to_owned())
         .unwrap_or_default();
-    let body = support::within(
+    let body = testkit::within(
         "the response body",
         axum::body::to_bytes(response.into_body(), usize::MAX),
     )

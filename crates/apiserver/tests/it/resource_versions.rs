@@ -3,12 +3,12 @@
 //! refused with kube-apiserver's "Too large resource version" (504 Timeout, cause
 //! `ResourceVersionTooLarge`), and one from before the kept history gets a 410.
 
-mod support;
-
 use apiserver::{ApiServer, Config};
 use futures::StreamExt;
 use serde_json::{json, Value};
-use support::{send, send_json, within};
+use testkit::server::send;
+use testkit::server::send_json;
+use testkit::within;
 
 const PODS: &str = "/api/v1/namespaces/default/pods";
 

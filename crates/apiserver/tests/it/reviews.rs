@@ -3,8 +3,6 @@
 //! sends them, and the TokenRequests whose ServiceAccount tokens authenticate requests, as
 //! controllers run with `--use-service-account-credentials` send them.
 
-mod support;
-
 use apiserver::{ApiServer, Config, NonResourceGrant, Reviews, TokenUser, API_AUDIENCE};
 use k8s_openapi::api::authentication::v1::{
     TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec,
@@ -17,7 +15,8 @@ use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{json, Value};
 use std::time::Duration;
-use support::{api_status, send_json};
+use testkit::server::api_status;
+use testkit::server::send_json;
 use tower::ServiceExt;
 
 fn server() -> ApiServer {

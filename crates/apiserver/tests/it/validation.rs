@@ -3,11 +3,10 @@
 //! per rule; each sends raw requests, so that values a typed client would never produce can be
 //! sent too.
 
-mod support;
-
 use apiserver::{ApiServer, Config};
 use serde_json::{json, Value};
-use support::{send_json, within};
+use testkit::server::send_json;
+use testkit::within;
 
 const PODS: &str = "/api/v1/namespaces/default/pods";
 const SERVICES: &str = "/api/v1/namespaces/default/services";

@@ -2,8 +2,7 @@
 //! Each test starts its own server; waits are bounded by a deadline that only fails a hung
 //! test, and time-based faults run on tokio's paused clock.
 
-mod support;
-
+use crate::pod;
 use apiserver::{Config, FaultResponse};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
@@ -14,7 +13,10 @@ use kube::runtime::watcher;
 use kube::Api;
 use serde_json::json;
 use std::time::Duration;
-use support::{api_status, pod, start, start_with, within};
+use testkit::server::api_status;
+use testkit::server::start;
+use testkit::server::start_with;
+use testkit::within;
 
 #[tokio::test]
 async fn watcher_lists_then_streams_changes() {
@@ -374,7 +376,7 @@ async fn streaming_list_options_are_checked_as_kube_apiserver_checks_them() {
     let (server, client) = start();
     let pods: Api<Pod> = Api::default_namespaced(client);
     // sendInitialEvents needs resourceVersionMatch=NotOlderThan, and the match needs it.
-    let (code, body) = support::send(
+    let (code, body) = testkit::server::send(
         &server,
         "GET",
         "/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true",
@@ -387,7 +389,7 @@ async fn streaming_list_options_are_checked_as_kube_apiserver_checks_them() {
         body["details"]["causes"][0]["field"],
         "resourceVersionMatch"
     );
-    let (code, body) = support::send(
+    let (code, body) = testkit::server::send(
         &server,
         "GET",
         "/api/v1/namespaces/default/pods?watch=true&resourceVersionMatch=NotOlderThan",
