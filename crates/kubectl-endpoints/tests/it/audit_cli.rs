@@ -1,15 +1,12 @@
 //! `kubectl-endpoints audit` end to end: an embedded API server holding a recorded case's input
 //! and what upstream kube-controller-manager wrote for it, audited over TCP by the binary.
 
+use crate::corpus;
 use kubectl_endpoints::conformance::{find_cases, load_case};
 use kubectl_endpoints::manifests::to_values;
 use serde_json::Value;
 use std::path::Path;
 use std::process::Output;
-
-fn corpus() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases")
-}
 
 /// The static cases (dynamic ones hold the objects after their steps, not for their input).
 fn static_cases() -> Vec<std::path::PathBuf> {

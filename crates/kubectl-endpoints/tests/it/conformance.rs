@@ -3,16 +3,12 @@
 //! kube-controller-manager wrote. Dynamic cases (with `steps.yaml`) run live only, and their
 //! writes during the steps are compared too.
 
+use crate::corpus;
 use controller::wire::Encoding;
 use kubectl_endpoints::conformance::{
     compare, compare_by, find_cases, load_case, run_dynamic, run_offline, upstream_written, Rules,
 };
 use kubectl_endpoints::dynamic::{compare_writes, describe_writes, Writes};
-use std::path::Path;
-
-fn corpus() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plan_matches_upstream_on_every_recorded_case() {

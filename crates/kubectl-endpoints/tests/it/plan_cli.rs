@@ -3,6 +3,7 @@
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
+use testkit::{node, pod, service};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
@@ -12,25 +13,11 @@ fn nodes() -> Vec<Value> {
     ["a", "b", "c"]
         .iter()
         .map(|z| {
-            json!({"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": format!("node-{z}"), "labels": {"topology.kubernetes.io/zone": format!("zone-{z}")}},
-                "status": {"allocatable": {"cpu": "4"}, "conditions": [{"type": "Ready", "status": "True"}]}})
+            node(&format!("node-{z}"))
+                .zone(&format!("zone-{z}"))
+                .manifest()
         })
         .collect()
-}
-
-fn service(name: &str, spec: Value) -> Value {
-    let mut spec = spec;
-    spec["selector"] = json!({"app": name});
-    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"}, "spec": spec})
-}
-
-fn pod(name: &str, app: &str, ips: &[&str], ready: bool, ports: Value) -> Value {
-    json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
-        "spec": {"nodeName": "node-a", "containers": [{"name": "c", "ports": ports}]},
-        "status": {"phase": "Running", "podIP": ips[0], "podIPs": ips.iter().map(|ip| json!({"ip": ip})).collect::<Vec<_>>(),
-                   "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}})
 }
 
 fn write_docs(dir: &Path, file: &str, docs: &[Value]) -> std::path::PathBuf {
@@ -87,25 +74,25 @@ fn sizes(v: &Value, service: &str) -> Vec<usize> {
     s
 }
 
-fn http_port() -> Value {
-    json!([{"name": "http", "containerPort": 8080}])
-}
-
 #[test]
 fn two_hundred_fifty_pods_make_slices_of_100_100_and_50() {
     let mut docs = nodes();
-    docs.push(service(
-        "web",
-        json!({"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}),
-    ));
+    docs.push(
+        service("web")
+            .selector("app", "web")
+            .named_port("http", 80, "http")
+            .manifest(),
+    );
     for i in 0..250 {
-        docs.push(pod(
-            &format!("web-{i}"),
-            "web",
-            &[&format!("10.1.{}.{}", i / 200, i % 200)],
-            true,
-            http_port(),
-        ));
+        docs.push(
+            pod(&format!("web-{i}"))
+                .label("app", "web")
+                .node("node-a")
+                .ip(&format!("10.1.{}.{}", i / 200, i % 200))
+                .ready(true)
+                .container_port("http", 8080)
+                .manifest(),
+        );
     }
     let (run, v) = plan(&[], &docs);
     assert_eq!(run.status, 0, "{}", run.stderr);
@@ -127,15 +114,21 @@ fn two_hundred_fifty_pods_make_slices_of_100_100_and_50() {
 #[test]
 fn max_endpoints_per_slice_flag_changes_the_packing() {
     let mut docs = nodes();
-    docs.push(service("web", json!({"ports": [{"port": 80}]})));
+    docs.push(
+        service("web")
+            .selector("app", "web")
+            .unnamed_port(80)
+            .manifest(),
+    );
     for i in 0..250 {
-        docs.push(pod(
-            &format!("web-{i}"),
-            "web",
-            &[&format!("10.1.{}.{}", i / 200, i % 200)],
-            true,
-            json!([]),
-        ));
+        docs.push(
+            pod(&format!("web-{i}"))
+                .label("app", "web")
+                .node("node-a")
+                .ip(&format!("10.1.{}.{}", i / 200, i % 200))
+                .ready(true)
+                .manifest(),
+        );
     }
     let (_, v) = plan(&["--max-endpoints-per-slice", "80"], &docs);
     assert_eq!(sizes(&v, "web"), vec![10, 80, 80, 80]);
@@ -148,7 +141,12 @@ fn max_endpoints_per_slice_flag_changes_the_packing() {
 #[test]
 fn service_without_pods_gets_a_placeholder_slice() {
     let mut docs = nodes();
-    docs.push(service("empty", json!({"ports": [{"port": 80}]})));
+    docs.push(
+        service("empty")
+            .selector("app", "empty")
+            .unnamed_port(80)
+            .manifest(),
+    );
     let (_, v) = plan(&[], &docs);
     let s = slices(&v);
     assert_eq!(s.len(), 1);
@@ -159,24 +157,30 @@ fn service_without_pods_gets_a_placeholder_slice() {
 #[test]
 fn named_port_resolving_to_different_numbers_gives_one_slice_per_group() {
     let mut docs = nodes();
-    docs.push(service(
-        "web",
-        json!({"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}),
-    ));
-    docs.push(pod(
-        "a",
-        "web",
-        &["10.0.0.1"],
-        true,
-        json!([{"name": "http", "containerPort": 8080}]),
-    ));
-    docs.push(pod(
-        "b",
-        "web",
-        &["10.0.0.2"],
-        true,
-        json!([{"name": "http", "containerPort": 8081}]),
-    ));
+    docs.push(
+        service("web")
+            .selector("app", "web")
+            .named_port("http", 80, "http")
+            .manifest(),
+    );
+    docs.push(
+        pod("a")
+            .label("app", "web")
+            .node("node-a")
+            .ip("10.0.0.1")
+            .ready(true)
+            .container_port("http", 8080)
+            .manifest(),
+    );
+    docs.push(
+        pod("b")
+            .label("app", "web")
+            .node("node-a")
+            .ip("10.0.0.2")
+            .ready(true)
+            .container_port("http", 8081)
+            .manifest(),
+    );
     let (_, v) = plan(&[], &docs);
     let mut ports: Vec<i64> = slices(&v)
         .iter()
@@ -189,14 +193,22 @@ fn named_port_resolving_to_different_numbers_gives_one_slice_per_group() {
 #[test]
 fn dual_stack_service_gets_a_slice_per_family_in_canonical_form() {
     let mut docs = nodes();
-    docs.push(service("api", json!({"ipFamilies": ["IPv4", "IPv6"], "ipFamilyPolicy": "RequireDualStack", "ports": [{"port": 80}]})));
-    docs.push(pod(
-        "a",
-        "api",
-        &["10.0.0.1", "FD00:0:0:0::0A"],
-        true,
-        json!([]),
-    ));
+    docs.push(
+        service("api")
+            .selector("app", "api")
+            .dual_stack()
+            .unnamed_port(80)
+            .manifest(),
+    );
+    docs.push(
+        pod("a")
+            .label("app", "api")
+            .node("node-a")
+            .ip("10.0.0.1")
+            .ip("FD00:0:0:0::0A")
+            .ready(true)
+            .manifest(),
+    );
     let (_, v) = plan(&[], &docs);
     let s = slices(&v);
     let by_type: Vec<(String, String)> = s
@@ -218,10 +230,17 @@ fn dual_stack_service_gets_a_slice_per_family_in_canonical_form() {
 #[test]
 fn headless_label_and_reserved_service_labels() {
     let mut docs = nodes();
-    let mut svc = service("db", json!({"clusterIP": "None"}));
+    let mut svc = service("db").selector("app", "db").headless().manifest();
     svc["metadata"]["labels"] = json!({"team": "data", "kubernetes.io/service-name": "spoofed", "endpointslice.kubernetes.io/managed-by": "me"});
     docs.push(svc);
-    docs.push(pod("db-0", "db", &["10.0.0.1"], true, json!([])));
+    docs.push(
+        pod("db-0")
+            .label("app", "db")
+            .node("node-a")
+            .ip("10.0.0.1")
+            .ready(true)
+            .manifest(),
+    );
     let (_, v) = plan(&[], &docs);
     let labels = &slices(&v)[0]["metadata"]["labels"];
     assert_eq!(labels["service.kubernetes.io/headless"], "");
@@ -236,8 +255,18 @@ fn headless_label_and_reserved_service_labels() {
 #[test]
 fn terminating_pods_are_serving_terminating_and_not_ready() {
     let mut docs = nodes();
-    docs.push(service("web", json!({"ports": [{"port": 80}]})));
-    let mut p = pod("a", "web", &["10.0.0.1"], true, json!([]));
+    docs.push(
+        service("web")
+            .selector("app", "web")
+            .unnamed_port(80)
+            .manifest(),
+    );
+    let mut p = pod("a")
+        .label("app", "web")
+        .node("node-a")
+        .ip("10.0.0.1")
+        .ready(true)
+        .manifest();
     p["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
     docs.push(p);
     let (_, v) = plan(&[], &docs);
@@ -258,15 +287,21 @@ fn terminating_pods_are_serving_terminating_and_not_ready() {
 #[test]
 fn existing_slices_are_partly_reused_by_updates() {
     let mut docs = nodes();
-    docs.push(service("web", json!({"ports": [{"port": 80}]})));
+    docs.push(
+        service("web")
+            .selector("app", "web")
+            .unnamed_port(80)
+            .manifest(),
+    );
     for i in 0..5 {
-        docs.push(pod(
-            &format!("web-{i}"),
-            "web",
-            &[&format!("10.0.0.{i}")],
-            true,
-            json!([]),
-        ));
+        docs.push(
+            pod(&format!("web-{i}"))
+                .label("app", "web")
+                .node("node-a")
+                .ip(&format!("10.0.0.{i}"))
+                .ready(true)
+                .manifest(),
+        );
     }
     // First plan, then feed its objects back with one pod gone and one new.
     let (_, first) = plan(&[], &docs);
@@ -275,7 +310,14 @@ fn existing_slices_are_partly_reused_by_updates() {
         .filter(|d| d["metadata"]["name"] != "web-0")
         .cloned()
         .collect();
-    state.push(pod("web-9", "web", &["10.0.0.9"], true, json!([])));
+    state.push(
+        pod("web-9")
+            .label("app", "web")
+            .node("node-a")
+            .ip("10.0.0.9")
+            .ready(true)
+            .manifest(),
+    );
     state.extend(first["objects"].as_array().unwrap().iter().cloned());
     let (run, second) = plan(&[], &state);
     assert_eq!(run.status, 0, "{}", run.stderr);
@@ -295,8 +337,20 @@ fn existing_slices_are_partly_reused_by_updates() {
 #[test]
 fn endpoints_writes_appear_beside_slice_writes_and_controllers_can_be_chosen() {
     let mut docs = nodes();
-    docs.push(service("web", json!({"ports": [{"port": 80}]})));
-    docs.push(pod("a", "web", &["10.0.0.1"], true, json!([])));
+    docs.push(
+        service("web")
+            .selector("app", "web")
+            .unnamed_port(80)
+            .manifest(),
+    );
+    docs.push(
+        pod("a")
+            .label("app", "web")
+            .node("node-a")
+            .ip("10.0.0.1")
+            .ready(true)
+            .manifest(),
+    );
     let (_, v) = plan(&[], &docs);
     let kinds: Vec<&str> = v["actions"]
         .as_array()
@@ -318,8 +372,20 @@ fn endpoints_writes_appear_beside_slice_writes_and_controllers_can_be_chosen() {
 #[test]
 fn generated_names_are_the_same_for_the_same_input() {
     let mut docs = nodes();
-    docs.push(service("web", json!({"ports": [{"port": 80}]})));
-    docs.push(pod("a", "web", &["10.0.0.1"], true, json!([])));
+    docs.push(
+        service("web")
+            .selector("app", "web")
+            .unnamed_port(80)
+            .manifest(),
+    );
+    docs.push(
+        pod("a")
+            .label("app", "web")
+            .node("node-a")
+            .ip("10.0.0.1")
+            .ready(true)
+            .manifest(),
+    );
     let (a, _) = plan(&[], &docs);
     let (b, _) = plan(&[], &docs);
     assert_eq!(a.stdout, b.stdout);
@@ -356,9 +422,28 @@ fn bad_documents_are_reported_with_file_and_number_and_nothing_on_stdout() {
 fn other_kinds_are_noted_and_objects_the_api_server_refuses_are_skipped_with_a_warning() {
     let mut docs = nodes();
     docs.push(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}));
-    docs.push(service("web", json!({"ports": [{"port": 80}]})));
-    docs.push(pod("bad", "web", &["10.0.0.999"], true, json!([])));
-    docs.push(pod("good", "web", &["10.0.0.1"], true, json!([])));
+    docs.push(
+        service("web")
+            .selector("app", "web")
+            .unnamed_port(80)
+            .manifest(),
+    );
+    docs.push(
+        pod("bad")
+            .label("app", "web")
+            .node("node-a")
+            .ip("10.0.0.999")
+            .ready(true)
+            .manifest(),
+    );
+    docs.push(
+        pod("good")
+            .label("app", "web")
+            .node("node-a")
+            .ip("10.0.0.1")
+            .ready(true)
+            .manifest(),
+    );
     let (run, v) = plan(&[], &docs);
     assert_eq!(run.status, 0);
     assert!(run.stderr.contains("kind Deployment skipped"));
@@ -444,14 +529,28 @@ fn preexisting_slices_owned_by_their_service_through_the_input_uid_are_updated_i
     // or the slice would be an orphan to delete and recreate.
     let old_uid = "0b7c6a52-5a1e-4d5e-9a43-2f1c9a6b0001";
     let mut docs = nodes();
-    let mut svc = service(
-        "web",
-        json!({"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}),
-    );
+    let mut svc = service("web")
+        .selector("app", "web")
+        .port("http", 80, 8080)
+        .manifest();
     svc["metadata"]["uid"] = json!(old_uid);
     docs.push(svc);
-    docs.push(pod("web-0", "web", &["10.0.0.1"], true, json!([])));
-    docs.push(pod("web-1", "web", &["10.0.0.2"], true, json!([])));
+    docs.push(
+        pod("web-0")
+            .label("app", "web")
+            .node("node-a")
+            .ip("10.0.0.1")
+            .ready(true)
+            .manifest(),
+    );
+    docs.push(
+        pod("web-1")
+            .label("app", "web")
+            .node("node-a")
+            .ip("10.0.0.2")
+            .ready(true)
+            .manifest(),
+    );
     docs.push(json!({
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": "web-old12", "namespace": "default",
