@@ -1,8 +1,5 @@
 //! Inputs shared by the benchmarks: a Service, its pods spread over three zoned nodes, and
 //! a way to turn a plan's creates into the existing slices of the next sync.
-//!
-//! Each bench target includes this file with `mod common;` and uses only part of it.
-#![allow(dead_code)]
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::projection::{NodeInfo, PodInfo, ServiceInfo};

@@ -15,10 +15,8 @@
 //! * `unchanged/500_pods`: 500 pods (1,000 addresses, at the cap), every 10th not ready,
 //!   and the object the same sync would create already exists: no write.
 
-mod common;
-
-use common::{config, ip, trigger};
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use crate::common::{ip, trigger};
+use criterion::{BenchmarkId, Criterion};
 use k8s_openapi::api::core::v1::Endpoints;
 use reconcile::endpoints::{EndpointsAction, OVER_CAPACITY};
 use reconcile::projection::{PodInfo, ServiceInfo};
@@ -79,7 +77,7 @@ fn address_counts(e: &Endpoints) -> (usize, usize) {
     })
 }
 
-fn bench_plan_endpoints(c: &mut Criterion) {
+pub fn bench_plan_endpoints(c: &mut Criterion) {
     let service = two_port_service();
     let mut group = c.benchmark_group("endpoints_repack");
 
@@ -121,10 +119,3 @@ fn bench_plan_endpoints(c: &mut Criterion) {
     });
     group.finish();
 }
-
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench_plan_endpoints
-}
-criterion_main!(benches);

@@ -6,10 +6,8 @@
 //!   pod (100 pods) flipped to not ready;
 //! * `no_change_resync`: against the slices the first sync created, same pods (no writes).
 
-mod common;
-
-use common::{config, created_slices, nodes, pod_on_node, ready_pods, trigger, web_service};
-use criterion::{criterion_group, criterion_main, Criterion};
+use crate::common::{created_slices, nodes, pod_on_node, ready_pods, trigger, web_service};
+use criterion::Criterion;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::projection::{NodeInfo, PodInfo, ServiceInfo};
 use reconcile::slice::DEFAULT_MAX_ENDPOINTS_PER_SLICE;
@@ -39,7 +37,7 @@ fn plan(
     plan_slices(&input, topology)
 }
 
-fn bench_plan_slices(c: &mut Criterion) {
+pub fn bench_plan_slices(c: &mut Criterion) {
     let service = web_service();
     let nodes = nodes();
     let mut topology = TopologyCache::default();
@@ -97,10 +95,3 @@ fn bench_plan_slices(c: &mut Criterion) {
     });
     group.finish();
 }
-
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench_plan_slices
-}
-criterion_main!(benches);

@@ -9,10 +9,8 @@
 //! The desired map is consumed by the call, so each call gets a fresh copy
 //! (`iter_batched`), outside the timing.
 
-mod common;
-
-use common::{config, pod_on_node, web_service, ZONES};
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use crate::common::{pod_on_node, web_service, ZONES};
+use criterion::{BatchSize, Criterion};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::address_family::AddressType;
 use reconcile::projection::ServiceInfo;
@@ -38,7 +36,7 @@ fn desired(service: &ServiceInfo, pods: impl Iterator<Item = usize>) -> DesiredE
     .collect()
 }
 
-fn bench_fill(c: &mut Criterion) {
+pub fn bench_fill(c: &mut Criterion) {
     let service = web_service();
     let ports = endpoint_ports(&service, &pod_on_node(0, true));
 
@@ -109,10 +107,3 @@ fn bench_fill(c: &mut Criterion) {
     });
     group.finish();
 }
-
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench_fill
-}
-criterion_main!(benches);

@@ -4,10 +4,8 @@
 //! 100 ready pods on three zoned nodes writes (one slice of 100 endpoints, one Endpoints
 //! object of 100 addresses); `clone` is a deep copy of the same object, for scale.
 
-mod common;
-
-use common::{config, created_slices, nodes, ready_pods, trigger, web_service};
-use criterion::{criterion_group, criterion_main, Criterion};
+use crate::common::{created_slices, nodes, ready_pods, trigger, web_service};
+use criterion::Criterion;
 use reconcile::endpoints::EndpointsAction;
 use reconcile::projection::{PodInfo, StoredEndpoints, StoredSlice};
 use reconcile::slice::DEFAULT_MAX_ENDPOINTS_PER_SLICE;
@@ -15,7 +13,7 @@ use reconcile::topology::TopologyCache;
 use reconcile::{plan_endpoints, plan_slices, EndpointsInput, SliceInput};
 use std::hint::black_box;
 
-fn bench_stored_objects(c: &mut Criterion) {
+pub fn bench_stored_objects(c: &mut Criterion) {
     let service = web_service();
     let nodes = nodes();
     let mut topology = TopologyCache::default();
@@ -80,10 +78,3 @@ fn bench_stored_objects(c: &mut Criterion) {
     });
     group.finish();
 }
-
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench_stored_objects
-}
-criterion_main!(benches);

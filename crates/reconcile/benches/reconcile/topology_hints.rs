@@ -10,10 +10,8 @@
 //! Each call gets a fresh copy of the slices and of the cache (`iter_batched`), outside the
 //! timing.
 
-mod common;
-
-use common::{config, ip, web_service};
-use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use crate::common::{ip, web_service};
+use criterion::{BatchSize, Criterion};
 use reconcile::address_family::AddressType;
 use reconcile::keys::ServiceKey;
 use reconcile::slice::endpoint::pod_to_endpoint;
@@ -53,7 +51,7 @@ fn hint_counts(sets: &SliceSets) -> BTreeMap<String, usize> {
     counts
 }
 
-fn bench_add_hints(c: &mut Criterion) {
+pub fn bench_add_hints(c: &mut Criterion) {
     let service = web_service();
     let key = ServiceKey::new(&service.namespace, &service.name);
     let mut cache = TopologyCache::default();
@@ -136,10 +134,3 @@ fn bench_add_hints(c: &mut Criterion) {
     });
     group.finish();
 }
-
-criterion_group! {
-    name = benches;
-    config = config();
-    targets = bench_add_hints
-}
-criterion_main!(benches);
