@@ -9,5 +9,5 @@ cargo test --workspace --all-targets "$@"
 # The image: built with buildah and run from its own root. Slow (a static build), so it is
 # an ignored test of its own, run here and timed apart.
 started=$(date +%s)
-cargo test -p kubectl-endpoints --test image -- --ignored --nocapture
+cargo test -p kubectl-endpoints --test it -- --ignored --nocapture image::
 echo "test.sh: the image test took $(( $(date +%s) - started ))s"
