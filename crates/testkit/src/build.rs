@@ -20,6 +20,17 @@ pub(crate) fn ready_condition(ready: bool) -> Value {
     })
 }
 
+/// The Service most tests use: `web` in `default`, selecting `app=web`, port `http` 80 to
+/// 8080.
+pub fn web() -> ServiceBuilder {
+    service("web").selector("app", "web").port("http", 80, 8080)
+}
+
+/// A ready pod of [`web`] with one IP.
+pub fn web_pod(name: &str, ip: &str) -> PodBuilder {
+    pod(name).label("app", "web").ip(ip).ready(true)
+}
+
 /// Starts a ClusterIP Service in `default` without selector or ports.
 pub fn service(name: &str) -> ServiceBuilder {
     ServiceBuilder {

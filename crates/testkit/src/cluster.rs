@@ -330,6 +330,15 @@ impl TestCluster {
             .await?)
     }
 
+    /// Creates the [`crate::web`] Service and `pods`; returns the Service.
+    pub async fn create_web(&self, pods: &[PodBuilder]) -> anyhow::Result<Service> {
+        let service = self.create_service(&crate::web()).await?;
+        for pod in pods {
+            self.create_pod(pod).await?;
+        }
+        Ok(service)
+    }
+
     /// Creates a Pod, then writes its status (IPs, phase, readiness) through the status
     /// subresource, as a kubelet would.
     pub async fn create_pod(&self, pod: &PodBuilder) -> anyhow::Result<Pod> {

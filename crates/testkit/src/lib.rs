@@ -20,7 +20,8 @@ pub mod server;
 pub mod wait;
 
 pub use build::{
-    node, pod, service, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE, ZONE_LABEL,
+    node, pod, service, web, web_pod, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE,
+    ZONE_LABEL,
 };
 pub use cluster::{
     endpoints_only, metric, mirroring_only, options, slices_only, Controllers, OverTcp, TestCluster,

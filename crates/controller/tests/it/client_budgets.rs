@@ -132,9 +132,7 @@ async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go
     let (clients, _over_tcp) = cluster.service_account_clients().await?;
     let _controllers = cluster.run_controllers_with(options(), clients).await;
 
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    cluster.create_web(&[]).await?;
     cluster
         .create_pod(
             &testkit::pod("web-1")
@@ -209,9 +207,7 @@ async fn without_rights_to_mint_tokens_every_controller_acts_as_the_kubeconfig_i
         .fail_with("*", "serviceaccounts", 1.0, FaultResponse::Forbidden);
     let (clients, _over_tcp) = cluster.service_account_clients().await?;
     let _controllers = cluster.run_controllers_with(options(), clients).await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    cluster.create_web(&[]).await?;
     cluster
         .create_pod(
             &testkit::pod("web-1")

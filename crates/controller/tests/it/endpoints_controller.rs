@@ -12,7 +12,7 @@ use reconcile::endpoints::LEADER_ANNOTATION;
 use serde_json::json;
 use testkit::{
     addresses, endpoints_only, endpoints_ports, eventually, pod, service, strings, trigger_time,
-    TestCluster, DEFAULT_NODE,
+    web_pod, TestCluster, DEFAULT_NODE,
 };
 
 const NS: &str = "default";
@@ -22,27 +22,16 @@ fn ips(ready: &[&str], not_ready: &[&str]) -> (Vec<String>, Vec<String>) {
     (strings(ready), strings(not_ready))
 }
 
-async fn web_with_pods(cluster: &TestCluster, pods: &[(&str, &str, bool)]) -> anyhow::Result<()> {
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
-    for (name, ip, ready) in pods {
-        cluster
-            .create_pod(&pod(name).label("app", "web").ip(ip).ready(*ready))
-            .await?;
-    }
-    Ok(())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_put_ready_pods_in_addresses_and_others_in_not_ready_addresses(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web_with_pods(
-        &cluster,
-        &[("web-1", "10.0.0.1", true), ("web-2", "10.0.0.2", false)],
-    )
-    .await?;
+    cluster
+        .create_web(&[
+            web_pod("web-1", "10.0.0.1"),
+            web_pod("web-2", "10.0.0.2").ready(false),
+        ])
+        .await?;
     let _controllers = cluster.run_controllers(endpoints_only()).await;
 
     let endpoints = cluster
@@ -94,11 +83,9 @@ async fn endpoints_put_ready_pods_in_addresses_and_others_in_not_ready_addresses
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_drop_deleted_pods() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web_with_pods(
-        &cluster,
-        &[("web-1", "10.0.0.1", true), ("web-2", "10.0.0.2", true)],
-    )
-    .await?;
+    cluster
+        .create_web(&[web_pod("web-1", "10.0.0.1"), web_pod("web-2", "10.0.0.2")])
+        .await?;
     let _controllers = cluster.run_controllers(endpoints_only()).await;
     cluster
         .wait_for_endpoints(NS, "web", "both pods", |e| {
@@ -131,11 +118,9 @@ async fn endpoints_drop_deleted_pods() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_follow_pod_ip_and_label_changes() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web_with_pods(
-        &cluster,
-        &[("web-1", "10.0.0.1", true), ("web-2", "10.0.0.2", true)],
-    )
-    .await?;
+    cluster
+        .create_web(&[web_pod("web-1", "10.0.0.1"), web_pod("web-2", "10.0.0.2")])
+        .await?;
     let _controllers = cluster.run_controllers(endpoints_only()).await;
     cluster
         .wait_for_endpoints(NS, "web", "both pods", |e| {
@@ -177,7 +162,7 @@ async fn endpoints_follow_pod_ip_and_label_changes() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_follow_service_port_and_selector_changes() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     cluster
         .create_pod(
             &pod("canary")
@@ -238,7 +223,7 @@ async fn endpoints_follow_service_port_and_selector_changes() -> anyhow::Result<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_are_deleted_with_their_service() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let _controllers = cluster.run_controllers(endpoints_only()).await;
     cluster
         .wait_for_endpoints(NS, "web", "web-1", |e| {
@@ -283,7 +268,7 @@ async fn startup_sweep_removes_leftover_endpoints_but_never_touches_leader_elect
         .wait_for_endpoints(NS, "orphan", "swept", |e| e.is_none())
         .await;
     // A barrier: once a new Service's Endpoints exist, the start-up sweep is long done.
-    web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     cluster
         .wait_for_endpoints(NS, "web", "web-1", |e| {
             addresses(e) == ips(&["10.0.0.1"], &[])
@@ -306,7 +291,7 @@ async fn an_endpoints_object_of_ours_appearing_without_its_service_is_deleted() 
     let cluster = TestCluster::start().await;
     let _controllers = cluster.run_controllers(endpoints_only()).await;
     // A barrier: the controller is running and past its start-up sweep.
-    web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     cluster
         .wait_for_endpoints(NS, "web", "web-1", |e| {
             addresses(e) == ips(&["10.0.0.1"], &[])
@@ -382,7 +367,7 @@ async fn failed_endpoints_create_is_recorded_as_an_event_and_retried() -> anyhow
     cluster
         .faults()
         .fail_next("create", "endpoints", 2, FaultResponse::InternalError);
-    web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let controllers = cluster.run_controllers(endpoints_only()).await;
 
     let event = cluster
@@ -444,13 +429,7 @@ async fn endpoints_converge_to_the_plan_from_scratch_after_a_sequence_of_edits(
         .patch_pod(NS, "p-4", json!({"metadata": {"labels": {"app": "gone"}}}))
         .await?;
     cluster
-        .create_pod(
-            &pod("p-5")
-                .label("app", "web")
-                .ip("10.0.1.5")
-                .ready(true)
-                .container_port("metrics", 9100),
-        )
+        .create_pod(&web_pod("p-5", "10.0.1.5").container_port("metrics", 9100))
         .await?;
     cluster
         .patch_service(
@@ -468,9 +447,7 @@ async fn endpoints_converge_to_the_plan_from_scratch_after_a_sequence_of_edits(
 async fn endpoints_trigger_time_is_the_service_creation_then_the_pod_readiness_change(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    let svc = cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    let svc = cluster.create_web(&[]).await?;
     cluster
         .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1"))
         .await?;
@@ -541,9 +518,7 @@ async fn headless_service_without_ports_gets_port_less_endpoints_with_the_headle
     cluster
         .create_service(&service("web").selector("app", "web").headless())
         .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-1", "10.0.0.1")).await?;
     let _controllers = cluster.run_controllers(endpoints_only()).await;
     let endpoints = cluster
         .wait_for_endpoints(NS, "web", "web-1", |e| {
@@ -568,7 +543,7 @@ async fn headless_service_without_ports_gets_port_less_endpoints_with_the_headle
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_endpoints_update_is_recorded_as_an_event_and_retried() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let _controllers = cluster.run_controllers(endpoints_only()).await;
     cluster
         .wait_for_endpoints(NS, "web", "web-1", |e| {
@@ -604,7 +579,9 @@ async fn failed_endpoints_update_is_recorded_as_an_event_and_retried() -> anyhow
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_without_an_ip_or_in_a_terminal_phase_are_not_published() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web_with_pods(&cluster, &[("running", "10.0.0.1", true)]).await?;
+    cluster
+        .create_web(&[web_pod("running", "10.0.0.1")])
+        .await?;
     cluster
         .create_pod(&pod("pending").label("app", "web").phase("Pending"))
         .await?;
@@ -632,7 +609,7 @@ async fn pods_without_an_ip_or_in_a_terminal_phase_are_not_published() -> anyhow
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manually_deleted_endpoints_are_recreated() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web_with_pods(&cluster, &[("web-1", "10.0.0.1", true)]).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let _controllers = cluster.run_controllers(endpoints_only()).await;
     let before = cluster
         .wait_for_endpoints(NS, "web", "web-1", |e| {

@@ -7,24 +7,17 @@
 use apiserver::FaultResponse;
 use serde_json::json;
 use testkit::{
-    endpoint_of, eventually, node, options, pod, pod_names, service, slices_only, TestCluster,
+    endpoint_of, eventually, node, options, pod, pod_names, slices_only, web_pod, TestCluster,
 };
 
 const NS: &str = "default";
 
 /// A Service `web` selecting `app=web` on port 80 -> 8080, and `count` ready pods `web-<i>`.
 async fn web_with_pods(cluster: &TestCluster, count: usize) -> anyhow::Result<()> {
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    cluster.create_web(&[]).await?;
     for i in 0..count {
         cluster
-            .create_pod(
-                &pod(&format!("web-{i}"))
-                    .label("app", "web")
-                    .ip(&format!("10.0.0.{}", i + 1))
-                    .ready(true),
-            )
+            .create_pod(&web_pod(&format!("web-{i}"), &format!("10.0.0.{}", i + 1)))
             .await?;
     }
     Ok(())
@@ -155,14 +148,7 @@ async fn dropped_watches_are_reopened_and_both_controllers_converge() -> anyhow:
     cluster.faults().drop_watches();
     cluster.set_pod_ready(NS, "web-0", false).await?;
     cluster.delete_pod(NS, "web-1").await?;
-    cluster
-        .create_pod(
-            &pod("web-new")
-                .label("app", "web")
-                .ip("10.0.0.50")
-                .ready(true),
-        )
-        .await?;
+    cluster.create_pod(&web_pod("web-new", "10.0.0.50")).await?;
     cluster
         .patch_service(NS, "web", json!({"metadata": {"labels": {"team": "red"}}}))
         .await?;
@@ -237,13 +223,7 @@ async fn mixed_faults_mid_run_still_converge_to_the_plans() -> anyhow::Result<()
         )
         .await?;
     cluster
-        .create_pod(
-            &pod("web-named")
-                .label("app", "web")
-                .ip("10.0.0.60")
-                .ready(true)
-                .container_port("http", 8080),
-        )
+        .create_pod(&web_pod("web-named", "10.0.0.60").container_port("http", 8080))
         .await?;
 
     wait_for_plans(&cluster).await;

@@ -15,7 +15,7 @@ use controller::replica::Replica;
 use http::{Request, StatusCode};
 use kube::Client;
 use prometheus::Registry;
-use testkit::{eventually, metric, options, pod, pod_names, service, within, TestCluster};
+use testkit::{eventually, metric, options, pod_names, web_pod, within, TestCluster};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
@@ -144,22 +144,12 @@ fn writes_by(cluster: &TestCluster, agent: &str) -> Vec<String> {
         .collect()
 }
 
-async fn web(cluster: &TestCluster) -> anyhow::Result<()> {
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
-    Ok(())
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_replicas_are_ready_only_the_leader_writes_and_a_stopped_leader_hands_over(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
     cluster.server.record_requests(true);
-    web(&cluster).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let alpha = Instance::start(&cluster, "alpha");
     cluster.wait_for_lease_holder("alpha").await;
     let bravo = Instance::start(&cluster, "bravo");
@@ -185,9 +175,7 @@ async fn both_replicas_are_ready_only_the_leader_writes_and_a_stopped_leader_han
 
     assert_eq!(alpha.stop().await, LeadershipEnd::ShutDown);
     cluster.wait_for_lease_holder("bravo").await;
-    cluster
-        .create_pod(&pod("web-2").label("app", "web").ip("10.0.0.2").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-2", "10.0.0.2")).await?;
     cluster
         .wait_for_slices(NS, "web", "web-2 published", |s| {
             pod_names(s).iter().any(|p| p == "web-2")
@@ -219,7 +207,7 @@ async fn both_replicas_are_ready_only_the_leader_writes_and_a_stopped_leader_han
 async fn a_leader_whose_lease_renewals_fail_turns_healthz_failing_and_the_standby_stays_healthy(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web(&cluster).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let alpha = Instance::start(&cluster, "alpha");
     cluster.wait_for_lease_holder("alpha").await;
     let bravo = Instance::start(&cluster, "bravo");

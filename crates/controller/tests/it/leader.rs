@@ -13,7 +13,7 @@ use controller::leader::{LeaderElector, LeadershipEnd};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use prometheus::Registry;
-use testkit::{metric, options, pod, pod_names, service, within, TestCluster};
+use testkit::{metric, options, pod_names, web_pod, within, TestCluster};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -105,22 +105,9 @@ fn leases(cluster: &TestCluster) -> Api<Lease> {
     Api::namespaced(cluster.client.clone(), LEASE_NAMESPACE)
 }
 
-/// A Service `web` with one ready pod.
-async fn web(cluster: &TestCluster) -> anyhow::Result<()> {
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
-    Ok(())
-}
-
 /// Adds a ready pod and waits until both controllers published it.
 async fn add_pod_and_wait(cluster: &TestCluster, name: &str, ip: &str) -> anyhow::Result<()> {
-    cluster
-        .create_pod(&pod(name).label("app", "web").ip(ip).ready(true))
-        .await?;
+    cluster.create_pod(&web_pod(name, ip)).await?;
     cluster
         .wait_for_slices(NS, "web", &format!("{name} published"), |s| {
             pod_names(s).iter().any(|p| p == name)
@@ -138,7 +125,7 @@ async fn add_pod_and_wait(cluster: &TestCluster, name: &str, ip: &str) -> anyhow
 async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_over(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web(&cluster).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let alpha = Instance::start(&cluster, "alpha");
     let first = cluster.wait_for_lease_holder("alpha").await;
     let bravo = Instance::start(&cluster, "bravo");
@@ -184,7 +171,7 @@ async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_o
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_holder_is_replaced_once_its_lease_expires() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web(&cluster).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let alpha = Instance::start(&cluster, "alpha");
     cluster.wait_for_lease_holder("alpha").await;
     let bravo = Instance::start(&cluster, "bravo");
@@ -206,7 +193,7 @@ async fn a_killed_holder_is_replaced_once_its_lease_expires() -> anyhow::Result<
 async fn a_holder_that_cannot_renew_stops_its_controllers_and_the_standby_takes_over(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    web(&cluster).await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let alpha = Instance::start(&cluster, "alpha");
     cluster.wait_for_lease_holder("alpha").await;
     let bravo = Instance::start(&cluster, "bravo");

@@ -19,8 +19,8 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use reconcile::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_MANAGED_BY};
 use serde_json::json;
 use testkit::{
-    addresses, endpoints_only, eventually, options, pod, service, slices_only, Controllers,
-    TestCluster,
+    addresses, endpoints_only, eventually, options, pod, service, slices_only, web_pod,
+    Controllers, TestCluster,
 };
 
 const NS: &str = "default";
@@ -144,9 +144,7 @@ async fn kube_controller_managers_write_to_a_managed_slice_is_reported_once_and_
     let web_slice = web[0].metadata.name.clone().unwrap_or_default();
 
     // Our create, and an update after a second pod: written under our name.
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.2").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-1", "10.0.0.2")).await?;
     let web = cluster
         .wait_for_slices(NS, "web", "two endpoints", |s| endpoint_count(s) == 2)
         .await;
@@ -287,9 +285,7 @@ async fn a_writer_with_kube_controller_managers_user_agent_on_managed_endpoints_
 
     // The Endpoints controller does not react to edits of Endpoints (upstream only watches
     // their deletion): a new pod makes us write it again.
-    cluster
-        .create_pod(&pod("web-2").label("app", "web").ip("10.0.0.3").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-2", "10.0.0.3")).await?;
     cluster
         .wait_for_endpoints(NS, "web", "the new pod's address", |e| {
             addresses(e).0.contains(&"10.0.0.3".to_owned())

@@ -31,7 +31,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use kube::Client;
 use prometheus::Registry;
 use serde_json::Value;
-use testkit::{options, pod, pod_names, service, within, TestCluster};
+use testkit::{options, pod, pod_names, service, web_pod, within, TestCluster};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -430,12 +430,7 @@ async fn controllers_requests(variant: Variant) -> anyhow::Result<BTreeSet<(User
     }
     for i in 1..=3 {
         cluster
-            .create_pod(
-                &pod(&format!("web-{i}"))
-                    .label("app", "web")
-                    .ip(&format!("10.0.0.{i}"))
-                    .ready(true),
-            )
+            .create_pod(&web_pod(&format!("web-{i}"), &format!("10.0.0.{i}")))
             .await?;
     }
     cluster

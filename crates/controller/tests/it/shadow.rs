@@ -8,7 +8,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use testkit::{eventually, options, pod, service, TestCluster};
+use testkit::{eventually, options, pod, web, web_pod, TestCluster};
 use tokio_util::sync::CancellationToken;
 
 const NS: &str = "default";
@@ -88,16 +88,11 @@ impl ShadowRun {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shadow_agrees_with_the_writer_through_churn_and_writes_nothing() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    let web = service("web").selector("app", "web").port("http", 80, 8080);
+    let web = web();
     cluster.create_service(&web).await?;
     for i in 0..4 {
         cluster
-            .create_pod(
-                &pod(&format!("web-{i}"))
-                    .label("app", "web")
-                    .ip(&format!("10.0.0.{i}"))
-                    .ready(true),
-            )
+            .create_pod(&web_pod(&format!("web-{i}"), &format!("10.0.0.{i}")))
             .await?;
     }
     let writer = cluster.run_controllers(options()).await;
@@ -143,17 +138,10 @@ async fn shadow_agrees_with_the_writer_through_churn_and_writes_nothing() -> any
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shadow_reports_a_foreign_edit_the_writer_cannot_repair() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    cluster.create_web(&[]).await?;
     for i in 0..3 {
         cluster
-            .create_pod(
-                &pod(&format!("web-{i}"))
-                    .label("app", "web")
-                    .ip(&format!("10.0.0.{i}"))
-                    .ready(true),
-            )
+            .create_pod(&web_pod(&format!("web-{i}"), &format!("10.0.0.{i}")))
             .await?;
     }
     let writer = cluster.run_controllers(options()).await;

@@ -140,9 +140,7 @@ pub(super) fn label<'a>(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controllers_stop_cleanly_when_shut_down() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    cluster.create_web(&[]).await?;
     let controllers = cluster.run_controllers(testkit::options()).await;
     assert!(controllers.readiness.is_ready());
     cluster

@@ -5,15 +5,13 @@ use super::{ip, NS};
 use serde_json::json;
 use testkit::{
     conditions, endpoint_of, pod, pod_names, ready_transition, service, slices_only, trigger_time,
-    TestCluster,
+    web_pod, TestCluster,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_readiness_flip_updates_its_endpoint_in_the_same_slice() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    cluster.create_web(&[]).await?;
     cluster
         .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1"))
         .await?;
@@ -47,13 +45,9 @@ async fn pod_readiness_flip_updates_its_endpoint_in_the_same_slice() -> anyhow::
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_pod_is_removed_from_the_slice() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    cluster.create_web(&[]).await?;
     for (name, ip) in [("web-1", "10.0.0.1"), ("web-2", "10.0.0.2")] {
-        cluster
-            .create_pod(&pod(name).label("app", "web").ip(ip).ready(true))
-            .await?;
+        cluster.create_pod(&web_pod(name, ip)).await?;
     }
     let _controllers = cluster.run_controllers(slices_only()).await;
     cluster
@@ -73,17 +67,9 @@ async fn deleted_pod_is_removed_from_the_slice() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn terminating_pod_stays_serving_and_terminating_until_it_is_gone() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
+    cluster.create_web(&[]).await?;
     cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
-    cluster
-        .create_pod(
-            &pod("web-1")
-                .label("app", "web")
-                .ip("10.0.0.1")
-                .ready(true)
-                .finalizer("example.com/hold"),
-        )
+        .create_pod(&web_pod("web-1", "10.0.0.1").finalizer("example.com/hold"))
         .await?;
     let _controllers = cluster.run_controllers(slices_only()).await;
     cluster
@@ -148,12 +134,7 @@ async fn pod_label_change_moves_its_endpoint_between_services() -> anyhow::Resul
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_ip_change_replaces_the_endpoint_address() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let _controllers = cluster.run_controllers(slices_only()).await;
     cluster
         .wait_for_slices(NS, "web", "10.0.0.1", |s| {
@@ -176,9 +157,7 @@ async fn pod_ip_change_replaces_the_endpoint_address() -> anyhow::Result<()> {
 async fn slice_trigger_time_is_the_service_creation_then_the_pod_readiness_change(
 ) -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    let svc = cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    let svc = cluster.create_web(&[]).await?;
     cluster
         .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1"))
         .await?;
@@ -235,17 +214,8 @@ async fn publish_not_ready_addresses_marks_not_ready_pods_ready_in_slices() -> a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pods_without_an_ip_or_in_a_terminal_phase_are_not_published() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
-    cluster
-        .create_pod(
-            &pod("running")
-                .label("app", "web")
-                .ip("10.0.0.1")
-                .ready(true),
-        )
-        .await?;
+    cluster.create_web(&[]).await?;
+    cluster.create_pod(&web_pod("running", "10.0.0.1")).await?;
     cluster
         .create_pod(&pod("pending").label("app", "web").phase("Pending"))
         .await?;
@@ -279,9 +249,7 @@ async fn pods_without_an_ip_or_in_a_terminal_phase_are_not_published() -> anyhow
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_changes_are_applied_after_the_batch_period() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    cluster.create_web(&[]).await?;
     cluster
         .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1"))
         .await?;
@@ -296,9 +264,7 @@ async fn pod_changes_are_applied_after_the_batch_period() -> anyhow::Result<()> 
         .await;
 
     cluster.set_pod_ready(NS, "web-1", true).await?;
-    cluster
-        .create_pod(&pod("web-2").label("app", "web").ip("10.0.0.2").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-2", "10.0.0.2")).await?;
     cluster
         .wait_for_slices(NS, "web", "both ready", |s| {
             ["web-1", "web-2"]

@@ -4,17 +4,12 @@
 use super::{label, NS};
 use kube::api::PostParams;
 use serde_json::json;
-use testkit::{node, pod, pod_names, ports, service, slices_only, TestCluster};
+use testkit::{node, pod, pod_names, ports, service, slices_only, web_pod, TestCluster};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manually_deleted_managed_slice_is_recreated() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let controllers = cluster.run_controllers(slices_only()).await;
     let before = cluster
         .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
@@ -62,9 +57,7 @@ async fn slice_deleted_right_after_its_create_is_still_recreated() -> anyhow::Re
     // Each round deletes a new slice as soon as the API shows it, which now and then lands
     // before the writer's tracker update; the race needs many tries to show.
     let cluster = TestCluster::start().await;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-1", "10.0.0.1")).await?;
     let _controllers = cluster.run_controllers(slices_only()).await;
     let rounds: Vec<String> = (0..40).map(|i| format!("web-{i}")).collect();
     for name in &rounds {
@@ -95,13 +88,9 @@ async fn slice_deleted_right_after_its_create_is_still_recreated() -> anyhow::Re
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manually_edited_managed_slice_is_repaired() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    cluster.create_web(&[]).await?;
     for (name, ip) in [("web-1", "10.0.0.1"), ("web-2", "10.0.0.2")] {
-        cluster
-            .create_pod(&pod(name).label("app", "web").ip(ip).ready(true))
-            .await?;
+        cluster.create_pod(&web_pod(name, ip)).await?;
     }
     let _controllers = cluster.run_controllers(slices_only()).await;
     let mut slices = cluster
@@ -133,12 +122,7 @@ async fn manually_edited_managed_slice_is_repaired() -> anyhow::Result<()> {
 async fn slice_labelled_for_the_service_but_owned_by_another_uid_is_replaced() -> anyhow::Result<()>
 {
     let cluster = TestCluster::start().await;
-    let svc = cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    let svc = cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let _controllers = cluster.run_controllers(slices_only()).await;
     cluster
         .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
@@ -311,9 +295,7 @@ async fn slice_label_drift_is_repaired_on_the_next_sync() -> anyhow::Result<()> 
         )
         .await?;
     for (name, ip) in [("web-1", "10.0.0.1"), ("web-2", "10.0.0.2")] {
-        cluster
-            .create_pod(&pod(name).label("app", "web").ip(ip).ready(true))
-            .await?;
+        cluster.create_pod(&web_pod(name, ip)).await?;
     }
     let _controllers = cluster.run_controllers(slices_only()).await;
     let slices = cluster

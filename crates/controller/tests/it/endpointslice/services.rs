@@ -5,7 +5,8 @@ use super::{label, NS};
 use kube::api::PostParams;
 use serde_json::json;
 use testkit::{
-    conditions, endpoint_of, pod, pod_names, ports, service, slices_only, strings, TestCluster,
+    conditions, endpoint_of, pod, pod_names, ports, service, slices_only, strings, web, web_pod,
+    TestCluster,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -39,26 +40,12 @@ async fn service_selector_change_follows_the_newly_selected_pods() -> anyhow::Re
 async fn service_port_change_rewrites_ports_and_splits_pods_into_port_groups() -> anyhow::Result<()>
 {
     let cluster = TestCluster::start().await;
+    cluster.create_web(&[]).await?;
     cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
+        .create_pod(&web_pod("web-1", "10.0.0.1").container_port("http", 8080))
         .await?;
     cluster
-        .create_pod(
-            &pod("web-1")
-                .label("app", "web")
-                .ip("10.0.0.1")
-                .ready(true)
-                .container_port("http", 8080),
-        )
-        .await?;
-    cluster
-        .create_pod(
-            &pod("web-2")
-                .label("app", "web")
-                .ip("10.0.0.2")
-                .ready(true)
-                .container_port("http", 9090),
-        )
+        .create_pod(&web_pod("web-2", "10.0.0.2").container_port("http", 9090))
         .await?;
     let _controllers = cluster.run_controllers(slices_only()).await;
     cluster
@@ -118,9 +105,7 @@ async fn service_label_change_propagates_to_slice_labels() -> anyhow::Result<()>
                 .port("http", 80, 8080),
         )
         .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-1", "10.0.0.1")).await?;
     let _controllers = cluster.run_controllers(slices_only()).await;
     cluster
         .wait_for_slices(NS, "web", "team=blue", |s| {
@@ -153,12 +138,7 @@ async fn service_label_change_propagates_to_slice_labels() -> anyhow::Result<()>
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_service_slices_are_left_to_the_garbage_collector() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let controllers = cluster.run_controllers(slices_only()).await;
     cluster
         .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
@@ -207,9 +187,7 @@ async fn deleted_service_slices_are_left_to_the_garbage_collector() -> anyhow::R
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_without_pods_gets_a_placeholder_slice() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    cluster.create_web(&[]).await?;
     let _controllers = cluster.run_controllers(slices_only()).await;
     let slices = cluster
         .wait_for_slices(NS, "web", "a placeholder", |s| s.len() == 1)
@@ -232,9 +210,7 @@ async fn headless_service_slices_carry_the_headless_label() -> anyhow::Result<()
                 .port("http", 80, 8080),
         )
         .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-1", "10.0.0.1")).await?;
     let _controllers = cluster.run_controllers(slices_only()).await;
     let slices = cluster
         .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
@@ -262,9 +238,7 @@ async fn services_without_selector_and_external_name_services_get_no_slices() ->
                 .port("http", 80, 8080),
         )
         .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-1", "10.0.0.1")).await?;
     let controllers = cluster.run_controllers(slices_only()).await;
     // A barrier: once a later Service has its slice, the earlier ones were synced.
     cluster
@@ -295,9 +269,7 @@ async fn service_being_deleted_gets_no_new_slices() -> anyhow::Result<()> {
         )
         .await?;
     cluster.delete_service(NS, "web").await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-1", "10.0.0.1")).await?;
     let controllers = cluster.run_controllers(slices_only()).await;
     cluster
         .create_service(
@@ -317,17 +289,10 @@ async fn service_being_deleted_gets_no_new_slices() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_endpoints_per_slice_spreads_endpoints_over_several_slices() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
+    cluster.create_web(&[]).await?;
     for i in 0..5 {
         cluster
-            .create_pod(
-                &pod(&format!("web-{i}"))
-                    .label("app", "web")
-                    .ip(&format!("10.0.0.{}", i + 1))
-                    .ready(true),
-            )
+            .create_pod(&web_pod(&format!("web-{i}"), &format!("10.0.0.{}", i + 1)))
             .await?;
     }
     let mut options = slices_only();
@@ -362,9 +327,7 @@ async fn reserved_labels_on_the_service_do_not_override_slice_labels() -> anyhow
                 .port("http", 80, 8080),
         )
         .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-1", "10.0.0.1")).await?;
     let _controllers = cluster.run_controllers(slices_only()).await;
     let slices = cluster
         .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
@@ -377,11 +340,9 @@ async fn reserved_labels_on_the_service_do_not_override_slice_labels() -> anyhow
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recreated_service_replaces_the_slices_of_its_previous_incarnation() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    let web = service("web").selector("app", "web").port("http", 80, 8080);
+    let web = web();
     cluster.create_service(&web).await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    cluster.create_pod(&web_pod("web-1", "10.0.0.1")).await?;
     let _controllers = cluster.run_controllers(slices_only()).await;
     let old = cluster
         .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
@@ -413,12 +374,7 @@ async fn recreated_service_replaces_the_slices_of_its_previous_incarnation() -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slices_of_an_address_type_the_service_does_not_use_are_deleted() -> anyhow::Result<()> {
     let cluster = TestCluster::start().await;
-    let svc = cluster
-        .create_service(&service("web").selector("app", "web").port("http", 80, 8080))
-        .await?;
-    cluster
-        .create_pod(&pod("web-1").label("app", "web").ip("10.0.0.1").ready(true))
-        .await?;
+    let svc = cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
     let fqdn: k8s_openapi::api::discovery::v1::EndpointSlice = serde_json::from_value(json!({
         "metadata": {
             "name": "web-fqdn",
