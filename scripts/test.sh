@@ -5,7 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-test-deps.sh
+# Build first, then run, so the figures say where the time goes.
+started=$(date +%s)
+cargo test --workspace --all-targets --no-run "$@"
+echo "test.sh: building the tests took $(( $(date +%s) - started ))s"
+started=$(date +%s)
 cargo test --workspace --all-targets "$@"
+echo "test.sh: running the tests took $(( $(date +%s) - started ))s"
 # The image: built with buildah and run from its own root. Slow (a static build), so it is
 # an ignored test of its own, run here and timed apart.
 started=$(date +%s)
