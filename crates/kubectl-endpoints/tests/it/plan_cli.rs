@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
-use testkit::{node, pod, service};
+use testkit::{node, pod, service, PodBuilder};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
@@ -18,6 +18,27 @@ fn nodes() -> Vec<Value> {
                 .manifest()
         })
         .collect()
+}
+
+/// The `web` Service: `app=web`, one unnamed port 80.
+fn web_service() -> Value {
+    service("web")
+        .selector("app", "web")
+        .unnamed_port(80)
+        .manifest()
+}
+
+/// A ready pod of `web` on `node-a`.
+fn web_pod(name: &str, ip: &str) -> PodBuilder {
+    testkit::web_pod(name, ip).node("node-a")
+}
+
+/// Three zoned nodes, the `web` Service and its ready pod `a` at 10.0.0.1.
+fn web_with_pod_a() -> Vec<Value> {
+    let mut docs = nodes();
+    docs.push(web_service());
+    docs.push(web_pod("a", "10.0.0.1").manifest());
+    docs
 }
 
 fn write_docs(dir: &Path, file: &str, docs: &[Value]) -> std::path::PathBuf {
@@ -85,13 +106,12 @@ fn two_hundred_fifty_pods_make_slices_of_100_100_and_50() {
     );
     for i in 0..250 {
         docs.push(
-            pod(&format!("web-{i}"))
-                .label("app", "web")
-                .node("node-a")
-                .ip(&format!("10.1.{}.{}", i / 200, i % 200))
-                .ready(true)
-                .container_port("http", 8080)
-                .manifest(),
+            web_pod(
+                &format!("web-{i}"),
+                &format!("10.1.{}.{}", i / 200, i % 200),
+            )
+            .container_port("http", 8080)
+            .manifest(),
         );
     }
     let (run, v) = plan(&[], &docs);
@@ -114,20 +134,14 @@ fn two_hundred_fifty_pods_make_slices_of_100_100_and_50() {
 #[test]
 fn max_endpoints_per_slice_flag_changes_the_packing() {
     let mut docs = nodes();
-    docs.push(
-        service("web")
-            .selector("app", "web")
-            .unnamed_port(80)
-            .manifest(),
-    );
+    docs.push(web_service());
     for i in 0..250 {
         docs.push(
-            pod(&format!("web-{i}"))
-                .label("app", "web")
-                .node("node-a")
-                .ip(&format!("10.1.{}.{}", i / 200, i % 200))
-                .ready(true)
-                .manifest(),
+            web_pod(
+                &format!("web-{i}"),
+                &format!("10.1.{}.{}", i / 200, i % 200),
+            )
+            .manifest(),
         );
     }
     let (_, v) = plan(&["--max-endpoints-per-slice", "80"], &docs);
@@ -164,20 +178,12 @@ fn named_port_resolving_to_different_numbers_gives_one_slice_per_group() {
             .manifest(),
     );
     docs.push(
-        pod("a")
-            .label("app", "web")
-            .node("node-a")
-            .ip("10.0.0.1")
-            .ready(true)
+        web_pod("a", "10.0.0.1")
             .container_port("http", 8080)
             .manifest(),
     );
     docs.push(
-        pod("b")
-            .label("app", "web")
-            .node("node-a")
-            .ip("10.0.0.2")
-            .ready(true)
+        web_pod("b", "10.0.0.2")
             .container_port("http", 8081)
             .manifest(),
     );
@@ -255,18 +261,8 @@ fn headless_label_and_reserved_service_labels() {
 #[test]
 fn terminating_pods_are_serving_terminating_and_not_ready() {
     let mut docs = nodes();
-    docs.push(
-        service("web")
-            .selector("app", "web")
-            .unnamed_port(80)
-            .manifest(),
-    );
-    let mut p = pod("a")
-        .label("app", "web")
-        .node("node-a")
-        .ip("10.0.0.1")
-        .ready(true)
-        .manifest();
+    docs.push(web_service());
+    let mut p = web_pod("a", "10.0.0.1").manifest();
     p["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
     docs.push(p);
     let (_, v) = plan(&[], &docs);
@@ -287,21 +283,9 @@ fn terminating_pods_are_serving_terminating_and_not_ready() {
 #[test]
 fn existing_slices_are_partly_reused_by_updates() {
     let mut docs = nodes();
-    docs.push(
-        service("web")
-            .selector("app", "web")
-            .unnamed_port(80)
-            .manifest(),
-    );
+    docs.push(web_service());
     for i in 0..5 {
-        docs.push(
-            pod(&format!("web-{i}"))
-                .label("app", "web")
-                .node("node-a")
-                .ip(&format!("10.0.0.{i}"))
-                .ready(true)
-                .manifest(),
-        );
+        docs.push(web_pod(&format!("web-{i}"), &format!("10.0.0.{i}")).manifest());
     }
     // First plan, then feed its objects back with one pod gone and one new.
     let (_, first) = plan(&[], &docs);
@@ -310,14 +294,7 @@ fn existing_slices_are_partly_reused_by_updates() {
         .filter(|d| d["metadata"]["name"] != "web-0")
         .cloned()
         .collect();
-    state.push(
-        pod("web-9")
-            .label("app", "web")
-            .node("node-a")
-            .ip("10.0.0.9")
-            .ready(true)
-            .manifest(),
-    );
+    state.push(web_pod("web-9", "10.0.0.9").manifest());
     state.extend(first["objects"].as_array().unwrap().iter().cloned());
     let (run, second) = plan(&[], &state);
     assert_eq!(run.status, 0, "{}", run.stderr);
@@ -336,21 +313,7 @@ fn existing_slices_are_partly_reused_by_updates() {
 
 #[test]
 fn endpoints_writes_appear_beside_slice_writes_and_controllers_can_be_chosen() {
-    let mut docs = nodes();
-    docs.push(
-        service("web")
-            .selector("app", "web")
-            .unnamed_port(80)
-            .manifest(),
-    );
-    docs.push(
-        pod("a")
-            .label("app", "web")
-            .node("node-a")
-            .ip("10.0.0.1")
-            .ready(true)
-            .manifest(),
-    );
+    let docs = web_with_pod_a();
     let (_, v) = plan(&[], &docs);
     let kinds: Vec<&str> = v["actions"]
         .as_array()
@@ -371,21 +334,7 @@ fn endpoints_writes_appear_beside_slice_writes_and_controllers_can_be_chosen() {
 
 #[test]
 fn generated_names_are_the_same_for_the_same_input() {
-    let mut docs = nodes();
-    docs.push(
-        service("web")
-            .selector("app", "web")
-            .unnamed_port(80)
-            .manifest(),
-    );
-    docs.push(
-        pod("a")
-            .label("app", "web")
-            .node("node-a")
-            .ip("10.0.0.1")
-            .ready(true)
-            .manifest(),
-    );
+    let docs = web_with_pod_a();
     let (a, _) = plan(&[], &docs);
     let (b, _) = plan(&[], &docs);
     assert_eq!(a.stdout, b.stdout);
@@ -422,28 +371,9 @@ fn bad_documents_are_reported_with_file_and_number_and_nothing_on_stdout() {
 fn other_kinds_are_noted_and_objects_the_api_server_refuses_are_skipped_with_a_warning() {
     let mut docs = nodes();
     docs.push(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}));
-    docs.push(
-        service("web")
-            .selector("app", "web")
-            .unnamed_port(80)
-            .manifest(),
-    );
-    docs.push(
-        pod("bad")
-            .label("app", "web")
-            .node("node-a")
-            .ip("10.0.0.999")
-            .ready(true)
-            .manifest(),
-    );
-    docs.push(
-        pod("good")
-            .label("app", "web")
-            .node("node-a")
-            .ip("10.0.0.1")
-            .ready(true)
-            .manifest(),
-    );
+    docs.push(web_service());
+    docs.push(web_pod("bad", "10.0.0.999").manifest());
+    docs.push(web_pod("good", "10.0.0.1").manifest());
     let (run, v) = plan(&[], &docs);
     assert_eq!(run.status, 0);
     assert!(run.stderr.contains("kind Deployment skipped"));
@@ -535,22 +465,8 @@ fn preexisting_slices_owned_by_their_service_through_the_input_uid_are_updated_i
         .manifest();
     svc["metadata"]["uid"] = json!(old_uid);
     docs.push(svc);
-    docs.push(
-        pod("web-0")
-            .label("app", "web")
-            .node("node-a")
-            .ip("10.0.0.1")
-            .ready(true)
-            .manifest(),
-    );
-    docs.push(
-        pod("web-1")
-            .label("app", "web")
-            .node("node-a")
-            .ip("10.0.0.2")
-            .ready(true)
-            .manifest(),
-    );
+    docs.push(web_pod("web-0", "10.0.0.1").manifest());
+    docs.push(web_pod("web-1", "10.0.0.2").manifest());
     docs.push(json!({
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": "web-old12", "namespace": "default",
