@@ -91,6 +91,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+pub mod classify;
 pub mod defaults;
 mod faults;
 mod gc;
