@@ -118,6 +118,7 @@ mod validation;
 
 pub use faults::{FaultResponse, Faults};
 pub use load::{LoadError, LoadReport, HOLD_FINALIZER};
+pub use random::SeededRng;
 pub use request_log::RequestRecord;
 pub use reviews::{NonResourceGrant, Reviews, TokenUser};
 pub use status::ApiError;
