@@ -376,6 +376,14 @@ impl ApiServer {
         self.shared.read(|c| c.store.resource_version())
     }
 
+    /// The resourceVersion of the latest change (create, update or delete, status writes
+    /// included) of any object of the resource `plural` in API group `group` (empty for the
+    /// core group); 0 if there was none. An informer of the whole resource that has applied
+    /// this version has seen every change of it.
+    pub fn latest_change(&self, group: &str, plural: &str) -> u64 {
+        self.shared.read(|c| c.store.latest_change(group, plural))
+    }
+
     /// Turns streaming lists (`sendInitialEvents`) on or off for watches from now on, as
     /// [`Config::watch_list`] does at start.
     pub fn set_watch_list(&self, enabled: bool) {
