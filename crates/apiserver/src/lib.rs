@@ -91,6 +91,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+pub mod classify;
 pub mod defaults;
 mod faults;
 mod gc;
@@ -117,6 +118,7 @@ mod validation;
 
 pub use faults::{FaultResponse, Faults};
 pub use load::{LoadError, LoadReport, HOLD_FINALIZER};
+pub use random::SeededRng;
 pub use request_log::RequestRecord;
 pub use reviews::{NonResourceGrant, Reviews, TokenUser};
 pub use status::ApiError;
@@ -378,6 +380,14 @@ impl ApiServer {
     /// The resourceVersion of the latest write.
     pub fn resource_version(&self) -> u64 {
         self.shared.read(|c| c.store.resource_version())
+    }
+
+    /// The resourceVersion of the latest change (create, update or delete, status writes
+    /// included) of any object of the resource `plural` in API group `group` (empty for the
+    /// core group); 0 if there was none. An informer of the whole resource that has applied
+    /// this version has seen every change of it.
+    pub fn latest_change(&self, group: &str, plural: &str) -> u64 {
+        self.shared.read(|c| c.store.latest_change(group, plural))
     }
 
     /// Turns streaming lists (`sendInitialEvents`) on or off for watches from now on, as

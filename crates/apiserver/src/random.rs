@@ -81,7 +81,9 @@ pub fn wall_clock() -> k8s_openapi::jiff::Timestamp {
     Timestamp::new(seconds, nanos).unwrap_or(Timestamp::UNIX_EPOCH)
 }
 
-/// A small splitmix64 generator: fast, seedable, and good enough for tests.
+/// A small splitmix64 generator: fast, seedable, and good enough for tests. The one seeded
+/// generator of the workspace: the server's names, uids and fault decisions, and the bench's
+/// and fault schedules' picks all draw from it, so the same seed gives the same run.
 #[derive(Debug, Clone)]
 pub struct SeededRng(u64);
 
@@ -98,6 +100,21 @@ impl SeededRng {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            return 0;
+        }
+        // The modulo bias (below 2^-40 for any n a test picks from) is far below what a
+        // schedule or a benchmark could notice.
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// A fair coin.
+    pub fn coin(&mut self) -> bool {
+        self.next_u64() & 1 == 1
     }
 
     /// A float in `[0, 1)`.
@@ -152,6 +169,15 @@ mod tests {
         b.name_suffix("ns", "db-");
         assert_eq!(b.name_suffix("ns", "web-"), first);
         assert_ne!(a.name_suffix("ns", "web-"), first, "a second draw differs");
+    }
+
+    #[test]
+    fn picks_stay_in_range_and_both_sides_of_the_coin_come_up() {
+        let mut rng = SeededRng::new(0);
+        assert_eq!(rng.below(0), 0);
+        assert!((0..1000).all(|_| rng.below(10) < 10));
+        let heads = (0..1000).filter(|_| rng.coin()).count();
+        assert!((400..600).contains(&heads), "{heads} heads in 1000");
     }
 
     #[test]

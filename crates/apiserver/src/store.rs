@@ -67,6 +67,8 @@ pub struct Store {
     /// an owner's dependents without scanning the store on every delete.
     dependents: BTreeMap<String, BTreeSet<(ResourceKey, ObjectKey)>>,
     resource_version: u64,
+    /// The resourceVersion of the latest change of each resource that has had one.
+    latest: BTreeMap<ResourceKey, u64>,
     history: History,
 }
 
@@ -77,6 +79,7 @@ impl Store {
             objects: BTreeMap::new(),
             dependents: BTreeMap::new(),
             resource_version: 0,
+            latest: BTreeMap::new(),
             history: History::new(window),
         }
     }
@@ -84,6 +87,25 @@ impl Store {
     /// The resourceVersion of the latest write.
     pub fn resource_version(&self) -> u64 {
         self.resource_version
+    }
+
+    /// The resourceVersion of the latest change (create, update or delete) of any object of
+    /// the resource `plural` in API group `group`; 0 if there was none. A watch of the whole
+    /// resource that has delivered this version has delivered every change there is.
+    pub fn latest_change(&self, group: &str, plural: &str) -> u64 {
+        self.latest
+            .iter()
+            .find(|((g, p), _)| *g == group && *p == plural)
+            .map_or(0, |(_, rv)| *rv)
+    }
+
+    /// Records `change` in the history, and as the latest change of its resource.
+    fn record(&mut self, change: Change) {
+        self.latest.insert(
+            (change.resource.group, change.resource.plural),
+            change.resource_version,
+        );
+        self.history.push(change);
     }
 
     /// The kept changes.
@@ -194,7 +216,7 @@ impl Store {
             .or_default()
             .insert(key_of(&object), object.clone());
         self.index_owners(resource, replaced.as_deref(), Some(&object));
-        self.history.push(Change {
+        self.record(Change {
             resource_version: rv,
             resource,
             kind: EventType::Added,
@@ -215,7 +237,7 @@ impl Store {
             .or_default()
             .insert(key_of(&object), object.clone());
         self.index_owners(resource, previous.as_deref(), Some(&object));
-        self.history.push(Change {
+        self.record(Change {
             resource_version: rv,
             resource,
             kind: EventType::Modified,
@@ -242,7 +264,7 @@ impl Store {
         let mut object = Arc::unwrap_or_clone(removed);
         let rv = self.next_version(&mut object);
         let object = Arc::new(object);
-        self.history.push(Change {
+        self.record(Change {
             resource_version: rv,
             resource,
             kind: EventType::Deleted,
@@ -272,6 +294,32 @@ mod tests {
         assert_eq!(meta_str(&gone, "resourceVersion"), Some("3"));
         assert!(store.get(pods, "d", "a").is_none());
         assert_eq!(store.history().since(0).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn each_resource_knows_the_version_of_its_latest_change() {
+        let mut store = Store::new(100);
+        let pods = find("", "v1", "pods").unwrap();
+        let slices = find("discovery.k8s.io", "v1", "endpointslices").unwrap();
+        assert_eq!(store.latest_change("", "pods"), 0);
+        let pod = json!({"metadata": {"name": "a", "namespace": "d"}});
+        store.create(pods, pod.clone());
+        store.create(slices, json!({"metadata": {"name": "s", "namespace": "d"}}));
+        assert_eq!(store.latest_change("", "pods"), 1);
+        assert_eq!(store.latest_change("discovery.k8s.io", "endpointslices"), 2);
+        assert_eq!(
+            store.latest_change("", "endpointslices"),
+            0,
+            "another group"
+        );
+        store.update(pods, pod);
+        assert_eq!(store.latest_change("", "pods"), 3);
+        // A delete is a change too: the watch's DELETED event carries its version.
+        store.remove(slices, "d", "s");
+        assert_eq!(store.latest_change("discovery.k8s.io", "endpointslices"), 4);
+        // Moving the counter on changes no resource.
+        store.bump_resource_version(100);
+        assert_eq!(store.latest_change("", "pods"), 3);
     }
 
     #[test]

@@ -19,7 +19,6 @@ pub mod figures;
 pub mod load;
 pub mod measured;
 pub mod model;
-pub mod rng;
 pub mod server;
 
 use anyhow::{bail, Context, Result};

@@ -12,8 +12,8 @@
 
 use super::converge::{lock, Shared};
 use super::model::{NodeModel, PodModel};
-use super::rng::XorShift;
 use anyhow::{Context, Result};
+use apiserver::SeededRng;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
@@ -200,7 +200,7 @@ pub struct Load {
     tracker: Shared,
     progress: Arc<Progress>,
     options: LoadOptions,
-    rng: XorShift,
+    rng: SeededRng,
     pods_made: u64,
     next_suffix: Vec<u64>,
 }
@@ -263,7 +263,7 @@ impl Load {
             namespace: namespace.to_owned(),
             tracker,
             progress,
-            rng: XorShift::new(options.seed),
+            rng: SeededRng::new(options.seed),
             options,
             pods_made: 0,
             next_suffix: Vec::new(),

@@ -14,6 +14,8 @@ use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use reconcile::event::PlannedEvent;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::token_bucket::TokenBucket;
@@ -57,6 +59,36 @@ struct Pending {
 pub struct EventRecorder {
     tx: mpsc::Sender<Pending>,
     component: &'static str,
+    in_flight: InFlight,
+}
+
+/// How many recorded events are not yet handled by the sending task: queued, or being sent
+/// (or dropped by the spam filter). Clones share the count.
+#[derive(Debug, Clone, Default)]
+pub struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    /// Whether every event recorded so far has been sent (or dropped).
+    pub fn is_empty(&self) -> bool {
+        self.0.load(Ordering::SeqCst) == 0
+    }
+
+    fn add(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn done(&self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Marks one event handled when the sending task is done with it, however it was done.
+struct Handling<'a>(&'a InFlight);
+
+impl Drop for Handling<'_> {
+    fn drop(&mut self) {
+        self.0.done();
+    }
 }
 
 impl EventRecorder {
@@ -68,7 +100,21 @@ impl EventRecorder {
         shutdown: CancellationToken,
     ) -> (Self, impl std::future::Future<Output = ()>) {
         let (tx, rx) = mpsc::channel(CAPACITY);
-        (Self { tx, component }, send_loop(client, rx, shutdown))
+        let in_flight = InFlight::default();
+        let sender = send_loop(client, rx, in_flight.clone(), shutdown);
+        (
+            Self {
+                tx,
+                component,
+                in_flight,
+            },
+            sender,
+        )
+    }
+
+    /// The events recorded and not yet sent, for [`crate::Activity`].
+    pub fn in_flight(&self) -> InFlight {
+        self.in_flight.clone()
     }
 
     /// Records an event (never waits).
@@ -78,7 +124,10 @@ impl EventRecorder {
             involved,
             event,
         };
+        // Counted before it is queued, so that it is never in the channel uncounted.
+        self.in_flight.add();
         if let Err(err) = self.tx.try_send(pending) {
+            self.in_flight.done();
             let reason = match &err {
                 mpsc::error::TrySendError::Full(p) | mpsc::error::TrySendError::Closed(p) => {
                     p.event.reason.clone()
@@ -129,7 +178,12 @@ impl SpamFilter {
     }
 }
 
-async fn send_loop(client: Client, mut rx: mpsc::Receiver<Pending>, shutdown: CancellationToken) {
+async fn send_loop(
+    client: Client,
+    mut rx: mpsc::Receiver<Pending>,
+    in_flight: InFlight,
+    shutdown: CancellationToken,
+) {
     let mut seen: HashMap<EventKey, Sent> = HashMap::new();
     let mut spam = SpamFilter::default();
     loop {
@@ -137,6 +191,7 @@ async fn send_loop(client: Client, mut rx: mpsc::Receiver<Pending>, shutdown: Ca
             p = rx.recv() => match p { Some(p) => p, None => return },
             () = shutdown.cancelled() => return,
         };
+        let _handling = Handling(&in_flight);
         let Pending {
             component,
             involved,
@@ -291,6 +346,43 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         assert_eq!(events, SPAM_BURST as usize);
+        shutdown.cancel();
+        sending.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn recorded_events_are_in_flight_until_written_or_dropped() {
+        let server = apiserver::ApiServer::new(apiserver::Config::default());
+        let client = Client::new(server.service(), "default");
+        let shutdown = CancellationToken::new();
+        let (recorder, sender) = EventRecorder::new(client.clone(), "c", shutdown.clone());
+        let in_flight = recorder.in_flight();
+        assert!(in_flight.is_empty());
+        let planned = PlannedEvent {
+            type_: reconcile::event::EventType::Normal,
+            reason: "Synced".into(),
+            message: "m".into(),
+        };
+        // 30 about one object: 25 are written, 5 dropped by the spam filter.
+        for _ in 0..30 {
+            recorder.record(service("web"), planned.clone());
+        }
+        assert!(!in_flight.is_empty(), "queued, the sender has not run");
+        let sending = tokio::spawn(sender);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !in_flight.is_empty() {
+            assert!(Instant::now() < deadline, "the events were never handled");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // Once none is in flight, what was written is there to read: the repeats bumped one
+        // Event's count.
+        let events = Api::<Event>::namespaced(client, "default")
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items;
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].count, Some(SPAM_BURST as i32));
         shutdown.cancel();
         sending.await.unwrap();
     }

@@ -250,6 +250,17 @@ impl Informers {
         ]
     }
 
+    /// How far each informer has caught up with the server.
+    pub fn progress(&self) -> Vec<crate::informer::Progress> {
+        vec![
+            self.pods.progress(),
+            self.services.progress(),
+            self.nodes.progress(),
+            self.slices.progress(),
+            self.endpoints.progress(),
+        ]
+    }
+
     /// Runs every informer until `shutdown` is cancelled.
     pub async fn run(
         self,

@@ -104,7 +104,8 @@ pub enum RunError {
 /// finish and returns. Each controller writes (and records its Events) through its own
 /// client in `clients`, the informers read through theirs; a plain `kube::Client` makes
 /// them all share one. `readiness` turns true once every informer synced;
-/// `activity` learns the controllers' queues, to tell when they have nothing left to do.
+/// `activity` learns the controllers' queues, Event recorders and informers, to tell when
+/// they have nothing left to do.
 pub async fn run(
     clients: impl Into<Clients>,
     options: &Options,
@@ -136,6 +137,7 @@ pub async fn run(
             "endpoint-slice-controller",
             background.clone(),
         );
+        activity.watch_events(recorder.in_flight());
         tasks.spawn(sender);
         let c = EndpointSliceController::new(
             client.clone(),
@@ -162,6 +164,7 @@ pub async fn run(
         let client = &clients.endpoints;
         let (recorder, sender) =
             EventRecorder::new(client.clone(), "endpoint-controller", background.clone());
+        activity.watch_events(recorder.in_flight());
         tasks.spawn(sender);
         let c = EndpointsController::new(
             client.clone(),
@@ -194,6 +197,7 @@ pub async fn run(
             reconcile::mirroring::EVENT_COMPONENT,
             background.clone(),
         );
+        activity.watch_events(recorder.in_flight());
         tasks.spawn(sender);
         let c = MirroringController::new(
             client.clone(),
@@ -225,6 +229,7 @@ pub async fn run(
             "kube-endpoints",
             background.clone(),
         );
+        activity.watch_events(recorder.in_flight());
         tasks.spawn(sender);
         let guard = migration_guard::MigrationGuard::new(
             informers.managed_fields.clone(),
@@ -238,6 +243,9 @@ pub async fn run(
     }
 
     let synced = informers.synced();
+    for progress in informers.progress() {
+        activity.watch_informer(progress);
+    }
     let health = informer::WatchHealth::register(registry, readiness.clone())?;
     tasks.spawn(informers.run(handlers, health, background.clone()));
     let all_synced = tokio::select! {
@@ -264,6 +272,7 @@ pub async fn run(
                     .run_workers(settings.mirroring_concurrent_service_endpoint_syncs as usize),
             );
         }
+        activity.set_running();
         shutdown.cancelled().await;
         tracing::info!("shutting down: finishing in-flight syncs");
         if let Some(c) = &slice_controller {

@@ -9,21 +9,26 @@
 //! minus the steps' own writes to Endpoints and EndpointSlices. The step format and the
 //! tolerance on writes are the corpus README's.
 
+use crate::settle::{Controllers, Quiet};
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// How long the controllers must have had nothing to do, and the server no Endpoints or
-/// EndpointSlice write, before a step is sent. Longer than `plan`'s quiet window: slice
-/// events reach the controllers after a one-second batch delay.
-const STEP_QUIET: Duration = Duration::from_millis(1500);
-
-/// How long one settle may take before the case fails as not settling.
-const SETTLE_DEADLINE: Duration = Duration::from_secs(120);
-
 /// The resources whose writes are counted.
 const COUNTED: &[&str] = &["endpoints", "endpointslices"];
+
+/// When the controllers count as settled before a step is sent (see [`crate::settle`]):
+/// idle, with nothing due within three seconds, what a 1.5 s quiet window with a 1.5 s
+/// horizon waited for. Longer than `plan`'s: slice events reach the controllers after a
+/// one-second batch delay, and the sync they queue is waited for. One settle may take two
+/// minutes before the case fails as not settling.
+const STEP_QUIET: Quiet = Quiet {
+    resources: COUNTED,
+    window: Duration::from_millis(1500),
+    horizon: Duration::from_millis(1500),
+    deadline: Duration::from_secs(120),
+};
 
 /// One change of `steps.yaml`.
 #[derive(Debug, Clone, PartialEq)]
@@ -428,22 +433,20 @@ impl<'a> StepRunner<'a> {
     }
 }
 
-/// Waits until the controllers have nothing to do and no counted write arrived for
-/// [`STEP_QUIET`].
+/// Waits until the controllers have settled as [`STEP_QUIET`] says.
 pub(crate) async fn settle(
     server: &apiserver::ApiServer,
     readiness: &controller::health::Readiness,
     activity: &controller::Activity,
 ) -> Result<()> {
-    let settled = server
-        .wait_until_quiet(COUNTED, STEP_QUIET, SETTLE_DEADLINE, || {
-            readiness.is_synced() && activity.is_idle_within(STEP_QUIET)
-        })
-        .await;
-    if !settled {
+    let controllers = Controllers::InProcess {
+        readiness,
+        activity,
+    };
+    if !crate::settle::settle(server, &controllers, &STEP_QUIET).await {
         bail!(
             "the controllers did not settle within {}s",
-            SETTLE_DEADLINE.as_secs()
+            STEP_QUIET.deadline.as_secs()
         );
     }
     Ok(())

@@ -11,4 +11,5 @@ pub mod fault_schedule;
 pub mod listen;
 pub mod manifests;
 pub mod plan;
+pub mod settle;
 pub mod snapshot;

@@ -11,6 +11,7 @@
 //! time, each controller runs one worker, and writes are reported per Service in the order
 //! that Service's sync sent them.
 
+use crate::settle::{settle, Controllers, Quiet};
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::core::v1::{Endpoints, Event, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -24,16 +25,19 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// How long the controllers must have had nothing to do, and the server no Endpoints or
-/// EndpointSlice write, before a run counts as settled. Our own writes' watch events reach
-/// the informers in-process within microseconds; this leaves room for a busy machine.
-const SETTLE: Duration = Duration::from_millis(250);
-
-/// How long a run may take at most before it is reported as not settling.
-const DEADLINE: Duration = Duration::from_secs(600);
-
 /// The resources whose writes are reported.
 const WRITTEN: &[&str] = &["endpoints", "endpointslices"];
+
+/// When a run counts as settled (see [`crate::settle`]): the controllers idle, with nothing
+/// due within half a second (what a 250 ms quiet window with a 250 ms horizon waited for;
+/// longer waits, such as the one-second delay of a slice write's echo, are not waited for),
+/// within ten minutes.
+const QUIET: Quiet = Quiet {
+    resources: WRITTEN,
+    window: Duration::from_millis(250),
+    horizon: Duration::from_millis(250),
+    deadline: Duration::from_secs(600),
+};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -227,11 +231,11 @@ pub async fn run_until_settled(
             controller::run(clients, &options, &registry, readiness, activity, token).await
         })
     };
-    let settled = server
-        .wait_until_quiet(WRITTEN, SETTLE, DEADLINE, || {
-            readiness.is_synced() && activity.is_idle_within(SETTLE)
-        })
-        .await;
+    let controllers = Controllers::InProcess {
+        readiness: &readiness,
+        activity: &activity,
+    };
+    let settled = settle(server, &controllers, &QUIET).await;
     token.cancel();
     match task.await {
         Ok(Ok(())) => {}
@@ -241,7 +245,7 @@ pub async fn run_until_settled(
     if !settled {
         bail!(
             "the controllers did not settle within {}s",
-            DEADLINE.as_secs()
+            QUIET.deadline.as_secs()
         );
     }
     Ok(())

@@ -1,9 +1,8 @@
 //! The Kubernetes REST paths, routed over axum.
 //!
-//! Resource paths are parsed by hand rather than by route patterns: `/api/v1/namespaces/x/pods`
-//! and `/api/v1/nodes/x/status` have the same shape, and only the catalogue of resources can
-//! tell a namespaced collection from a subresource. Every resource request is counted and
-//! passed through the fault rules before it is served.
+//! What a resource path names and which verb a request is comes from [`crate::classify`], the
+//! one reading of a request the server and its clients share. Every resource request is
+//! counted and passed through the fault rules before it is served.
 
 mod discovery;
 mod negotiate;
@@ -17,10 +16,12 @@ mod write;
 pub(crate) use negotiate::Encoding;
 pub(crate) use write::{create, create_as, delete, update, update_as, DeleteOptions};
 
+pub(crate) use crate::classify::{flag, Params, Subresource, Target};
+
+use crate::classify::{dry_run, in_scope, parse_target, query_params, verb_of, Route};
 use crate::limits;
 use crate::protobuf::{self, ProtobufError};
 use crate::request_log::RequestRecord;
-use crate::resources::{self, Resource};
 use crate::reviews::{self, Review};
 use crate::state::Shared;
 use crate::status::ApiError;
@@ -28,7 +29,7 @@ use crate::tokens::{self, ServiceAccountUser, Verdict};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::DefaultBodyLimit;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -36,7 +37,6 @@ use axum::routing::{any, get};
 use axum::Extension;
 use axum::Router;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The router serving every path; the same one backs TCP and in-process clients.
@@ -103,23 +103,19 @@ fn log_refused(shared: &Shared, request: &Request, response: Response) -> Respon
     if !shared.requests.enabled() {
         return response;
     }
-    let path = request.uri().path();
-    let (group, version, rest) = if let Some(rest) = path.strip_prefix("/api/v1/") {
-        ("", "v1", rest)
-    } else if let Some(Some((group, Some((version, rest))))) = path
-        .strip_prefix("/apis/")
-        .map(|p| p.split_once('/').map(|(g, r)| (g, r.split_once('/'))))
-    {
-        (group, version, rest)
-    } else {
-        return response;
-    };
     let headers = request.headers();
     let code = response.status().as_u16();
-    let mut record = match Review::in_group(group, version).filter(|r| r.plural() == rest) {
-        Some(review) => RequestRecord::review(review.group(), review.plural(), headers, None, code),
-        None => {
-            let Some(target) = parse_target(group, version, rest) else {
+    let mut record = match Route::of(request.uri().path()) {
+        None => return response,
+        Some(Route::Review(review)) => {
+            RequestRecord::review(review.group(), review.plural(), headers, None, code)
+        }
+        Some(Route::Resource {
+            group,
+            version,
+            rest,
+        }) => {
+            let Some(target) = parse_target(&group, &version, &rest) else {
                 return response;
             };
             let params = query_params(request.uri()).unwrap_or_default();
@@ -151,139 +147,6 @@ async fn json_documents(request: Request, next: Next) -> Response {
         return ApiError::not_acceptable(&supported).into_response();
     }
     next.run(request).await
-}
-
-/// The subresources the server serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Subresource {
-    /// `status`, of resources with [`Resource::status`].
-    Status,
-    /// `token` of ServiceAccounts ([`Resource::has_token`]): create a TokenRequest.
-    Token,
-}
-
-impl Subresource {
-    /// The name in paths, RBAC rules and the request log.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Status => "status",
-            Self::Token => "token",
-        }
-    }
-}
-
-/// What a resource path names, and who asks.
-#[derive(Debug, Clone)]
-pub(crate) struct Target {
-    pub resource: &'static Resource,
-    /// The namespace in the path; `None` for cluster-scoped resources and all-namespace lists.
-    pub namespace: Option<String>,
-    pub name: Option<String>,
-    pub subresource: Option<Subresource>,
-    /// `dryRun=All`: answer as the write would, but store nothing.
-    pub dry_run: bool,
-    /// The field manager a write is recorded under (see [`crate::managed_fields`]).
-    pub manager: String,
-    /// The encoding of the response, from the Accept header (see [`negotiate`]).
-    pub encoding: Encoding,
-    /// The ServiceAccount whose token authenticated the request; `None` for the
-    /// unauthenticated requests that are the server's usual fare.
-    pub user: Option<Arc<ServiceAccountUser>>,
-}
-
-impl Target {
-    /// The namespace key in the store: empty for cluster-scoped objects.
-    pub fn store_namespace(&self) -> &str {
-        self.namespace.as_deref().unwrap_or_default()
-    }
-
-    /// Whether the path names the status subresource.
-    pub fn is_status(&self) -> bool {
-        self.subresource == Some(Subresource::Status)
-    }
-
-    /// The resource name used for counters and fault rules: `pods`, `pods/status` or
-    /// `serviceaccounts/token`.
-    pub fn label(&self) -> String {
-        match self.subresource {
-            Some(sub) => format!("{}/{}", self.resource.plural, sub.name()),
-            None => self.resource.plural.to_owned(),
-        }
-    }
-}
-
-fn parse_target(group: &str, version: &str, rest: &str) -> Option<Target> {
-    let parts: Vec<&str> = rest.trim_end_matches('/').split('/').collect();
-    if parts.iter().any(|p| p.is_empty()) {
-        return None;
-    }
-    let find = |plural: &str| resources::find(group, version, plural);
-    let (resource, namespace, tail) = match parts.as_slice() {
-        ["namespaces", ns, plural, tail @ ..] if find(plural).is_some_and(|r| r.namespaced) => {
-            (find(plural)?, Some((*ns).to_owned()), tail)
-        }
-        [plural, tail @ ..] => (find(plural)?, None, tail),
-        [] => return None,
-    };
-    let (name, subresource) = match tail {
-        [] => (None, None),
-        [name] => (Some((*name).to_owned()), None),
-        [name, "status"] if resource.status => {
-            (Some((*name).to_owned()), Some(Subresource::Status))
-        }
-        [name, "token"] if resource.has_token() => {
-            (Some((*name).to_owned()), Some(Subresource::Token))
-        }
-        _ => return None,
-    };
-    // A namespaced object must be addressed through its namespace.
-    if resource.namespaced && namespace.is_none() && name.is_some() {
-        return None;
-    }
-    Some(Target {
-        resource,
-        namespace,
-        name,
-        subresource,
-        dry_run: false,
-        manager: String::new(),
-        encoding: Encoding::Json,
-        user: None,
-    })
-}
-
-/// The verb a request is authorised and recorded as, or `None` for a method the path does
-/// not serve. The token subresource is create-only.
-fn verb_of(method: &Method, target: &Target, params: &Params) -> Option<&'static str> {
-    use Subresource::{Status, Token};
-    let verb = match (method, target.name.is_some(), target.subresource) {
-        (&Method::GET, true, None | Some(Status)) => "get",
-        (&Method::GET, false, None) if flag(params, "watch") => "watch",
-        (&Method::GET, false, None) => "list",
-        (&Method::POST, false, None) | (&Method::POST, true, Some(Token)) => "create",
-        (&Method::PUT, true, None | Some(Status)) => "update",
-        (&Method::PATCH, true, None | Some(Status)) => "patch",
-        (&Method::DELETE, true, None) => "delete",
-        (&Method::DELETE, false, None) => "deletecollection",
-        _ => return None,
-    };
-    Some(verb)
-}
-
-/// The query parameters of a request.
-fn query_params(uri: &Uri) -> Result<Params, ApiError> {
-    match Query::<Vec<(String, String)>>::try_from_uri(uri) {
-        Ok(Query(pairs)) => Ok(pairs.into_iter().collect()),
-        Err(e) => Err(ApiError::bad_request(format!("invalid query: {e}"))),
-    }
-}
-
-/// Query parameters, last value wins.
-pub(crate) type Params = HashMap<String, String>;
-
-/// Whether a boolean query parameter is set (`1` or `true`).
-pub(crate) fn flag(params: &Params, key: &str) -> bool {
-    params.get(key).is_some_and(|v| v == "1" || v == "true")
 }
 
 /// The ServiceAccount the [`authenticate`] layer found, if any.
@@ -362,14 +225,9 @@ async fn serve(
         Ok(params) => params,
         Err(e) => return fail(e),
     };
-    target.dry_run = match params.get("dryRun").map(String::as_str) {
-        None | Some("") => false,
-        Some("All") => true,
-        Some(other) => {
-            return fail(ApiError::bad_request(format!(
-                "unsupported dryRun value {other:?}, only \"All\""
-            )))
-        }
+    target.dry_run = match dry_run(&params) {
+        Ok(dry_run) => dry_run,
+        Err(e) => return fail(e),
     };
     target.manager = crate::managed_fields::manager_name(
         params.get("fieldManager").map(String::as_str),
@@ -380,8 +238,7 @@ async fn serve(
     let Some(verb) = verb_of(&method, &target, &params) else {
         return fail(ApiError::method_not_allowed());
     };
-    if target.namespace.is_none() && target.resource.namespaced && verb != "list" && verb != "watch"
-    {
+    if !in_scope(verb, &target) {
         return fail(ApiError::method_not_allowed());
     }
     let label = target.label();
@@ -539,47 +396,5 @@ pub(crate) fn json_response(code: StatusCode, bytes: serde_json::Result<Vec<u8>>
         )
             .into_response(),
         Err(e) => ApiError::internal(format!("encoding the response: {e}")).into_response(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_name_collections_objects_and_subresources() {
-        let t = parse_target("", "v1", "namespaces/default/pods").unwrap();
-        assert_eq!(
-            (t.resource.plural, t.namespace.as_deref(), t.name),
-            ("pods", Some("default"), None)
-        );
-        let t = parse_target("", "v1", "namespaces/default/pods/web/status").unwrap();
-        assert_eq!((t.name.as_deref(), t.is_status()), (Some("web"), true));
-        let t = parse_target("", "v1", "namespaces/default").unwrap();
-        assert_eq!(
-            (t.resource.plural, t.name.as_deref()),
-            ("namespaces", Some("default"))
-        );
-        let t = parse_target("", "v1", "namespaces/default/status").unwrap();
-        assert!(t.is_status());
-        let t = parse_target("", "v1", "nodes/n1/status").unwrap();
-        assert_eq!((t.resource.plural, t.is_status()), ("nodes", true));
-        let t = parse_target("", "v1", "namespaces/kube-system/serviceaccounts/sa/token").unwrap();
-        assert_eq!(t.subresource, Some(Subresource::Token));
-        assert_eq!(t.label(), "serviceaccounts/token");
-        let t = parse_target("", "v1", "pods").unwrap();
-        assert_eq!((t.resource.plural, t.namespace), ("pods", None));
-        let t = parse_target("discovery.k8s.io", "v1", "namespaces/a/endpointslices/s").unwrap();
-        assert_eq!(t.resource.kind, "EndpointSlice");
-    }
-
-    #[test]
-    fn unknown_or_malformed_paths_are_not_served() {
-        assert!(parse_target("", "v1", "deployments").is_none());
-        assert!(parse_target("", "v1", "pods/web").is_none());
-        assert!(parse_target("", "v1", "namespaces/a/endpoints/e/status").is_none());
-        assert!(parse_target("", "v1", "namespaces/a/pods/p/token").is_none());
-        assert!(parse_target("", "v1", "namespaces//pods").is_none());
-        assert!(parse_target("discovery.k8s.io", "v1", "nodes").is_none());
     }
 }

@@ -469,7 +469,7 @@ mod tests {
     use super::*;
 
     fn filter(encoding: Encoding) -> Filter {
-        let mut target = super::super::parse_target("", "v1", "pods").unwrap();
+        let mut target = crate::classify::parse_target("", "v1", "pods").unwrap();
         target.encoding = encoding;
         Filter {
             target,

@@ -8,8 +8,10 @@
 //! the old and the new projection, and re-lists are diffed against the store (see
 //! [`relist`]) so that objects deleted while the watch was down still produce `on_delete`.
 //! [`Synced`] reports when the first complete list has been applied, which is when
-//! controllers may start their workers.
+//! controllers may start their workers; [`Progress`] how far the informer has caught up with
+//! the server since.
 
+pub mod progress;
 pub mod relist;
 pub mod resource_versions;
 pub mod store;
@@ -27,6 +29,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
+pub use progress::Progress;
 pub use relist::{Applier, Change};
 pub use store::{Index, IndexFn, ObjectKey, Store};
 pub use watch_health::WatchHealth;
@@ -104,6 +107,7 @@ pub struct Informer<K, P> {
     store: Store<P>,
     synced: watch::Sender<bool>,
     health: Option<WatchHealth>,
+    progress: Progress,
 }
 
 impl<K, P> Informer<K, P>
@@ -128,6 +132,7 @@ where
             store: Store::new(),
             synced: watch::Sender::new(false),
             health: None,
+            progress: Progress::new(K::group(&()), K::plural(&())),
         }
     }
 
@@ -156,6 +161,12 @@ where
         Synced(self.synced.subscribe())
     }
 
+    /// A handle that reports the resourceVersion this informer has applied and handled
+    /// everything up to.
+    pub fn progress(&self) -> Progress {
+        self.progress.clone()
+    }
+
     /// Watches until `shutdown` completes, updating the store and calling `handler`.
     ///
     /// Watch errors are logged and retried with kube's default backoff (0.8s doubling to
@@ -167,10 +178,17 @@ where
         let mut config = self.config.clone();
         let bytes = self.health.as_ref().map(|h| h.bytes_of(&kind));
         let start = |config: &watcher::Config| {
+            // Until the new watcher has listed, nothing is known to be applied.
+            self.progress.forget();
             let encoding = self.wire.current();
             let client = self.api.clone().into_client();
-            let events =
-                crate::wire::watcher::watcher::<K>(client, config.clone(), encoding, bytes.clone());
+            let events = crate::wire::watcher::watcher::<K>(
+                client,
+                config.clone(),
+                encoding,
+                bytes.clone(),
+                self.progress.clone(),
+            );
             Box::pin(events.default_backoff())
         };
         let mut events = start(&config);
@@ -259,6 +277,7 @@ where
                     // resourceVersions that happen to be ahead of ours, where resuming the
                     // watch would silently skip whatever it holds from before. Start over
                     // with a list once it answers, after a backoff of our own.
+                    self.progress.forget();
                     let delay = contact_backoff.next_delay();
                     warn!(kind, %error, ?delay, "lost contact with the server; will list again");
                     tokio::select! {
@@ -464,6 +483,144 @@ mod tests {
             Some(Change::InitApply(key, None)) => assert_eq!(key, ObjectKey::cluster("node-1")),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    /// Records the names of the nodes it was told about.
+    #[derive(Default, Clone)]
+    struct Seen(Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl Handler<k8s_openapi::api::core::v1::Node> for Seen {
+        fn on_add(&self, new: &Arc<k8s_openapi::api::core::v1::Node>) {
+            // A slow handler, so that progress claimed before it returns would be seen.
+            std::thread::sleep(std::time::Duration::from_millis(3));
+            let name = new.metadata.name.clone().unwrap_or_default();
+            self.0.lock().unwrap().push(name);
+        }
+        fn on_update(
+            &self,
+            _: &Arc<k8s_openapi::api::core::v1::Node>,
+            _: &Arc<k8s_openapi::api::core::v1::Node>,
+        ) {
+        }
+        fn on_delete(&self, _: &Arc<k8s_openapi::api::core::v1::Node>) {}
+    }
+
+    fn node(name: &str) -> serde_json::Value {
+        serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}})
+    }
+
+    /// A node informer against `server`, running until the returned token is cancelled.
+    fn run_node_informer(
+        server: &apiserver::ApiServer,
+        seen: &Seen,
+    ) -> (
+        Progress,
+        tokio_util::sync::CancellationToken,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let client = kube::Client::new(server.service(), "default");
+        let informer = Informer::new(
+            Api::<k8s_openapi::api::core::v1::Node>::all(client),
+            watcher::Config::default(),
+            |n| Some(Arc::new(n)),
+        );
+        let progress = informer.progress();
+        let token = tokio_util::sync::CancellationToken::new();
+        let task = tokio::spawn({
+            let (token, seen) = (token.clone(), seen.clone());
+            async move { informer.run(seen, token.cancelled()).await }
+        });
+        (progress, token, task)
+    }
+
+    async fn until(what: &str, condition: impl Fn() -> bool) {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !condition() {
+            assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn progress_reaches_a_change_only_once_the_handler_has_been_told_of_it() {
+        let server = apiserver::ApiServer::new(apiserver::Config::default());
+        server.apply_objects(vec![node("listed")]).unwrap();
+        let seen = Seen::default();
+        let (progress, token, task) = run_node_informer(&server, &seen);
+        until("the list is applied", || progress.applied().is_some()).await;
+        assert!(progress.has_applied(server.latest_change("", "nodes")));
+        assert_eq!(*seen.0.lock().unwrap(), ["listed"]);
+        for i in 0..20 {
+            let name = format!("n{i}");
+            server.apply_objects(vec![node(&name)]).unwrap();
+            let latest = server.latest_change("", "nodes");
+            until("the change is applied", || progress.has_applied(latest)).await;
+            assert!(
+                seen.0.lock().unwrap().contains(&name),
+                "{name} not handled yet"
+            );
+        }
+        token.cancel();
+        task.await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn progress_is_forgotten_while_the_watch_reconnects_and_known_once_it_resumed() {
+        let server = apiserver::ApiServer::new(apiserver::Config::default());
+        let seen = Seen::default();
+        let (progress, token, task) = run_node_informer(&server, &seen);
+        until("the list is applied", || progress.applied().is_some()).await;
+        // Every watch from now on ends after its first event: the informer reconnects after
+        // each one, and at no moment may it claim a version it has not applied.
+        server.faults().drop_watches_after_events(Some(1));
+        for i in 0..10 {
+            server.apply_objects(vec![node(&format!("n{i}"))]).unwrap();
+            let latest = server.latest_change("", "nodes");
+            until("the change is applied", || progress.has_applied(latest)).await;
+            assert_eq!(seen.0.lock().unwrap().len(), i + 1);
+        }
+        // A watch that cannot be opened again: the version is unknown meanwhile, and known
+        // again once the watch resumes, with no event needed.
+        server.faults().drop_watches_after_events(None);
+        server.faults().fail_with(
+            "watch",
+            "nodes",
+            1.0,
+            apiserver::FaultResponse::InternalError,
+        );
+        server.faults().drop_watches();
+        until("the ended watch is noticed", || {
+            progress.applied().is_none()
+        })
+        .await;
+        server.faults().clear();
+        let latest = server.latest_change("", "nodes");
+        until("the watch resumes", || progress.has_applied(latest)).await;
+        assert_eq!(seen.0.lock().unwrap().len(), 10, "nothing listed again");
+        token.cancel();
+        task.await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn bookmarks_move_progress_past_changes_of_other_resources() {
+        let server = apiserver::ApiServer::new(apiserver::Config {
+            bookmark_interval: std::time::Duration::from_millis(20),
+            ..apiserver::Config::default()
+        });
+        let seen = Seen::default();
+        let (progress, token, task) = run_node_informer(&server, &seen);
+        until("the list is applied", || progress.applied().is_some()).await;
+        let namespace = serde_json::json!({"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": "other"}});
+        server.apply_objects(vec![namespace]).unwrap();
+        let now = server.resource_version();
+        assert!(server.latest_change("", "nodes") < now);
+        until("a bookmark brings the version on", || {
+            progress.applied().is_some_and(|v| v >= now)
+        })
+        .await;
+        token.cancel();
+        task.await.unwrap();
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@ use super::envelope::{self, Frames, WireError};
 use super::kinds::meta::MetadataOnly;
 use super::kinds::WireKind;
 use super::{exchange, list, status, Encoding, JSON, PROTOBUF};
+use crate::informer::progress::Progress;
 use bytes::Bytes;
 use futures::Stream;
 use http::header::ACCEPT_ENCODING;
@@ -35,12 +36,17 @@ type Result<T, E = watcher::Error> = std::result::Result<T, E>;
 
 /// Lists and watches `K` in `encoding`, as kube's `watcher(api, config)` does in JSON.
 ///
-/// `received` counts the bytes of every list and watch response body.
+/// `received` counts the bytes of every list and watch response body. `progress` learns the
+/// resourceVersion the consumer has caught up to: that of an event once the consumer asks for
+/// the next one (it has applied this one by then), of a list once its `InitDone` is handled,
+/// of a bookmark, or of a watch opened to resume; it is forgotten when a new list starts or
+/// the watch has to reconnect.
 pub fn watcher<K>(
     client: Client,
     config: watcher::Config,
     encoding: Encoding,
     received: Option<prometheus::IntCounter>,
+    progress: Progress,
 ) -> impl Stream<Item = Result<Event<K>>>
 where
     K: Watched,
@@ -50,16 +56,42 @@ where
         config,
         encoding,
         received,
+        progress,
     };
-    futures::stream::unfold((context, State::Empty), |(context, mut state)| async move {
+    let start = (context, State::Empty, None::<String>);
+    futures::stream::unfold(start, |(context, mut state, reached)| async move {
+        // Asked for the next event: the consumer is done with the one it was given.
+        if let Some(resource_version) = reached {
+            context.progress.advance_to(&resource_version);
+        }
         loop {
             let (event, next) = step(&context, state).await;
             state = next;
+            if matches!(state, State::Empty) {
+                // Back to a list (a 410, a failed start): what was applied counts no more.
+                context.progress.forget();
+            }
             if let Some(event) = event {
-                return Some((event, (context, state)));
+                let reached = reached_by(&event, &state);
+                return Some((event, (context, state, reached)));
             }
         }
     })
+}
+
+/// The resourceVersion the consumer has caught up to once it has handled `event` (after
+/// which the watcher is in `state`): that of a watch event, or of the list `InitDone` ends.
+fn reached_by<K>(event: &Result<Event<K>>, state: &State<K>) -> Option<String> {
+    match (event, state) {
+        (
+            Ok(Event::Apply(_) | Event::Delete(_) | Event::InitDone),
+            State::Watching {
+                resource_version, ..
+            }
+            | State::InitListed { resource_version },
+        ) => Some(resource_version.clone()),
+        _ => None,
+    }
 }
 
 /// What the watcher needs of a kind: both encodings.
@@ -77,6 +109,7 @@ struct Context {
     config: watcher::Config,
     encoding: Encoding,
     received: Option<prometheus::IntCounter>,
+    progress: Progress,
 }
 
 impl Context {
@@ -113,25 +146,11 @@ async fn step<K: Watched>(
 ) -> (Option<Result<Event<K>>>, State<K>) {
     let config = &context.config;
     match state {
-        State::Empty => match config.initial_list_strategy {
-            InitialListStrategy::ListWatch => (
-                Some(Ok(Event::Init)),
-                State::InitPage {
-                    continue_token: None,
-                    objects: VecDeque::new(),
-                    resource_version: None,
-                },
-            ),
-            InitialListStrategy::StreamingList => {
-                match open_watch::<K>(context, watch_params(config, true), "0").await {
-                    Ok(events) => (Some(Ok(Event::Init)), State::InitialWatch { events }),
-                    Err(error) => (
-                        Some(Err(watcher::Error::WatchStartFailed(error))),
-                        State::Empty,
-                    ),
-                }
-            }
-        },
+        State::Empty => {
+            // A new list: nothing is known to be applied until its InitDone is handled.
+            context.progress.forget();
+            start_list(context).await
+        }
         State::InitPage {
             continue_token,
             mut objects,
@@ -213,13 +232,17 @@ async fn step<K: Watched>(
         },
         State::InitListed { resource_version } => {
             match open_watch::<K>(context, watch_params(config, false), &resource_version).await {
-                Ok(events) => (
-                    None,
-                    State::Watching {
-                        resource_version,
-                        events,
-                    },
-                ),
+                Ok(events) => {
+                    // Resumed where the consumer is: every change since comes on this watch.
+                    context.progress.advance_to(&resource_version);
+                    (
+                        None,
+                        State::Watching {
+                            resource_version,
+                            events,
+                        },
+                    )
+                }
                 Err(error) => (
                     Some(Err(watcher::Error::WatchStartFailed(error))),
                     State::InitListed { resource_version },
@@ -248,13 +271,17 @@ async fn step<K: Watched>(
             }
             Some(Ok(Decoded::Bookmark {
                 resource_version, ..
-            })) => (
-                None,
-                State::Watching {
-                    resource_version,
-                    events,
-                },
-            ),
+            })) => {
+                // Every event before the bookmark was handled before this poll.
+                context.progress.advance_to(&resource_version);
+                (
+                    None,
+                    State::Watching {
+                        resource_version,
+                        events,
+                    },
+                )
+            }
             Some(Ok(Decoded::Error(status))) => {
                 let next = if status.code == 410 {
                     State::Empty
@@ -276,8 +303,36 @@ async fn step<K: Watched>(
                     events,
                 },
             ),
-            None => (None, State::InitListed { resource_version }),
+            None => {
+                // The watch ended: the server on the other end may be another one when it
+                // reopens.
+                context.progress.forget();
+                (None, State::InitListed { resource_version })
+            }
         },
+    }
+}
+
+/// The first step of a list: a plain list, or a streaming list's watch.
+async fn start_list<K: Watched>(context: &Context) -> (Option<Result<Event<K>>>, State<K>) {
+    match context.config.initial_list_strategy {
+        InitialListStrategy::ListWatch => (
+            Some(Ok(Event::Init)),
+            State::InitPage {
+                continue_token: None,
+                objects: VecDeque::new(),
+                resource_version: None,
+            },
+        ),
+        InitialListStrategy::StreamingList => {
+            match open_watch::<K>(context, watch_params(&context.config, true), "0").await {
+                Ok(events) => (Some(Ok(Event::Init)), State::InitialWatch { events }),
+                Err(error) => (
+                    Some(Err(watcher::Error::WatchStartFailed(error))),
+                    State::Empty,
+                ),
+            }
+        }
     }
 }
 

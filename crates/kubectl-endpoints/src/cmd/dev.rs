@@ -4,11 +4,20 @@ use anyhow::{Context, Result};
 use clap::Args;
 use kube_endpoints::args::ControllerFlags;
 use kube_endpoints::run::Session;
+use kubectl_endpoints::settle::{settle, Controllers, Quiet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
-/// How long the controllers must have had nothing to do before `--exit-when-synced` prints.
-const SETTLE: std::time::Duration = std::time::Duration::from_millis(500);
+/// When `--exit-when-synced` prints (see [`kubectl_endpoints::settle`]): the controllers idle with
+/// nothing due within a second (what a 500 ms quiet window with a 500 ms horizon waited
+/// for), or after ten minutes whatever they do.
+const QUIET: Quiet = Quiet {
+    resources: &["endpoints", "endpointslices"],
+    window: Duration::from_millis(500),
+    horizon: Duration::from_millis(500),
+    deadline: Duration::from_secs(600),
+};
 
 /// Start the embedded API server, load manifests into it, and run the controllers against it
 /// over HTTP, as they would run against a cluster. Prints how to use kubectl with it. Runs
@@ -71,16 +80,11 @@ pub async fn run(args: DevArgs) -> Result<()> {
     );
     let controllers = tokio::spawn(session.controllers(session.shutdown.clone()));
     if args.exit_when_synced {
-        let (readiness, activity) = (&session.readiness, &session.activity);
-        let settled = handle
-            .server()
-            .wait_until_quiet(
-                &["endpoints", "endpointslices"],
-                SETTLE,
-                std::time::Duration::from_secs(600),
-                || readiness.is_synced() && activity.is_idle_within(SETTLE),
-            )
-            .await;
+        let controllers = Controllers::InProcess {
+            readiness: &session.readiness,
+            activity: &session.activity,
+        };
+        let settled = settle(handle.server(), &controllers, &QUIET).await;
         if !settled {
             tracing::warn!("the controllers did not settle within 600s; printing what is there");
         }

@@ -4,6 +4,7 @@
 
 use super::cluster::Cluster;
 use super::schedule::Topology;
+use crate::settle::Controllers;
 use anyhow::{bail, Result};
 use controller::config::LeaderElectionSettings;
 use controller::health::{Liveness, Readiness};
@@ -220,18 +221,15 @@ impl Fleet {
         }
     }
 
-    /// Whether the controllers have nothing to do, as far as they say (only a single
-    /// controller says; replicas keep their queues to themselves).
-    pub fn idle_probe(&self) -> impl Fn() -> bool + Send + Sync + 'static {
-        let probe = self
-            .single
-            .as_ref()
-            .map(|s| (s.readiness.clone(), s.activity.clone()));
-        move || match &probe {
-            Some((readiness, activity)) => {
-                readiness.is_synced() && activity.is_idle_within(Duration::from_millis(250))
-            }
-            None => true,
+    /// What can be seen of the controllers: a single controller's readiness and activity;
+    /// nothing of replicas, which keep their queues to themselves.
+    pub fn controllers(&self) -> Controllers<'_> {
+        match &self.single {
+            Some(single) => Controllers::InProcess {
+                readiness: &single.readiness,
+                activity: &single.activity,
+            },
+            None => Controllers::Opaque(Box::new(|| true)),
         }
     }
 

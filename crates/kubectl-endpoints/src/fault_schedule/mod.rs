@@ -39,6 +39,10 @@ use std::time::{Duration, Instant};
 /// Writes that must stop before the controllers count as settled.
 const WRITTEN: &[&str] = &["endpoints", "endpointslices"];
 
+/// Keys due further out than this when the controllers go idle are not waited for: a long
+/// backoff is not work in progress.
+pub const HORIZON: Duration = Duration::from_millis(250);
+
 /// How the seeds run.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -50,7 +54,10 @@ pub struct Settings {
     pub span: Duration,
     /// How long the controllers may take to settle on the plan once the faults stop.
     pub deadline: Duration,
-    /// How long without writes, and with the controllers idle, counts as settled.
+    /// How long without writes, and with the controllers idle, counts as settled, for
+    /// controllers that cannot be seen (leader-elected replicas); a single controller counts
+    /// as settled once it is idle with nothing due within this plus [`HORIZON`] (see
+    /// [`crate::settle`]).
     pub quiet: Duration,
 }
 
@@ -302,9 +309,13 @@ async fn settle(
             .deadline
             .saturating_sub(started.elapsed())
             .max(settings.quiet * 3);
-        let quiet = server
-            .wait_until_quiet(WRITTEN, settings.quiet, left, fleet.idle_probe())
-            .await;
+        let quiet = crate::settle::Quiet {
+            resources: WRITTEN,
+            window: settings.quiet,
+            horizon: HORIZON,
+            deadline: left,
+        };
+        let quiet = crate::settle::settle(&server, &fleet.controllers(), &quiet).await;
         let sources = verdict::sources(client).await?;
         let stale = expected.as_ref().is_none_or(|(s, _)| *s != sources);
         if stale {

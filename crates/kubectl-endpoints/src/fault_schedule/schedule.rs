@@ -2,7 +2,7 @@
 //! timed list of churn and faults to apply. Pure data drawn from the seed, so a failing seed
 //! can be printed and re-run alone.
 
-use bench::rng::XorShift;
+use apiserver::SeededRng;
 use std::fmt;
 use std::time::Duration;
 
@@ -218,15 +218,7 @@ pub struct Mix {
     pub span: Duration,
 }
 
-/// Spreads a small seed over all 64 bits (splitmix64), so seeds 0, 1, 2 start unrelated.
-fn spread(seed: u64) -> u64 {
-    let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-struct Draw(XorShift);
+struct Draw(SeededRng);
 
 impl Draw {
     fn below(&mut self, n: usize) -> usize {
@@ -384,7 +376,8 @@ impl Draw {
 impl Schedule {
     /// The schedule of `seed`.
     pub fn draw(seed: u64, mix: &Mix) -> Self {
-        let mut d = Draw(XorShift::new(spread(seed)));
+        // splitmix64 spreads even small, neighbouring seeds over unrelated sequences.
+        let mut d = Draw(SeededRng::new(seed));
         let topology = if d.coin() {
             Topology::Single
         } else {
