@@ -2,8 +2,8 @@
 //! controllers running in a task, typed access to the objects, and waits on what they hold.
 
 use std::fmt::Debug;
-use std::time::Duration;
 
+use anyhow::Context;
 use apiserver::{ApiServer, Config, Faults};
 use controller::config::Settings;
 use controller::health::Readiness;
@@ -27,7 +27,7 @@ const LEASE_NAME: &str = "kube-endpoints";
 use crate::build::{node, ready_condition, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE};
 use crate::compare::{comparable_endpoints, comparable_slices};
 use crate::inspect::pretty;
-use crate::wait::{eventually, eventually_on, init_logs, within, DEADLINE};
+use crate::wait::{eventually, eventually_on, init_logs, within};
 
 /// The Endpoints and EndpointSlice controllers with kube-controller-manager's defaults,
 /// leader election off.
@@ -614,30 +614,10 @@ impl TestCluster {
             },
             ..options()
         };
-        let registry = Registry::new();
-        let (readiness, activity) = (Readiness::new(), controller::Activity::new());
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn({
-            let (client, readiness, activity, shutdown) = (
-                fresh.client.clone(),
-                readiness.clone(),
-                activity.clone(),
-                shutdown.clone(),
-            );
-            async move {
-                controller::run(client, &options, &registry, readiness, activity, shutdown).await
-            }
-        });
-        let settle = Duration::from_millis(200);
-        let settled = fresh
-            .server
-            .wait_until_quiet(&["endpoints", "endpointslices"], settle, DEADLINE, || {
-                readiness.is_ready() && activity.is_idle_within(settle)
-            })
-            .await;
-        shutdown.cancel();
-        task.await??;
-        anyhow::ensure!(settled, "the controllers did not settle on the copy");
+        // The code path `plan` runs, with its settle wait.
+        kubectl_endpoints::plan::run_until_settled(&fresh.server, fresh.client.clone(), &options)
+            .await
+            .context("running the controllers on the copy")?;
         Ok(fresh)
     }
 

@@ -31,4 +31,4 @@ pub use inspect::{
     addresses, conditions, endpoint_of, endpoints_by_pod, endpoints_ports, pod_names, ports,
     pretty, ready_transition, strings, trigger_time,
 };
-pub use wait::{eventually, eventually_on, within, DEADLINE};
+pub use wait::{eventually, eventually_on, until, within, DEADLINE};

@@ -28,6 +28,15 @@ where
     retry(what, None, probe).await
 }
 
+/// Waits until `holds` returns true, for a condition read in memory (a metric, a flag).
+pub async fn until(what: &str, mut holds: impl FnMut() -> bool) {
+    eventually(what, || {
+        let held = holds();
+        async move { held.then_some(()).ok_or_else(|| "not yet".to_owned()) }
+    })
+    .await;
+}
+
 /// [`eventually`] for a probe of stored objects: it runs again as soon as the server stored a
 /// write (`changes`, from `ApiServer::changes`), and at the latest after [`STALE`].
 pub async fn eventually_on<T, F, Fut>(changes: watch::Receiver<u64>, what: &str, probe: F) -> T

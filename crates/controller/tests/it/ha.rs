@@ -15,7 +15,7 @@ use controller::replica::Replica;
 use http::{Request, StatusCode};
 use kube::Client;
 use prometheus::Registry;
-use testkit::{eventually, metric, options, pod_names, web_pod, within, TestCluster};
+use testkit::{eventually, metric, options, pod_names, until, web_pod, within, TestCluster};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
@@ -183,15 +183,8 @@ async fn both_replicas_are_ready_only_the_leader_writes_and_a_stopped_leader_han
         .await;
     bravo.wait_for("/readyz", StatusCode::OK).await;
     // The sync is counted once its writes have returned, a moment after the watch shows them.
-    eventually("the new leader to count its slice sync", || {
-        let syncs = bravo.slice_syncs();
-        async move {
-            if syncs > 0.0 {
-                Ok(())
-            } else {
-                Err(format!("{syncs} successful slice syncs"))
-            }
-        }
+    until("the new leader to count its slice sync", || {
+        bravo.slice_syncs() > 0.0
     })
     .await;
     assert!(

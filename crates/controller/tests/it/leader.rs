@@ -13,7 +13,7 @@ use controller::leader::{LeaderElector, LeadershipEnd};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
 use prometheus::Registry;
-use testkit::{metric, options, pod_names, web_pod, within, TestCluster};
+use testkit::{metric, options, pod_names, until, web_pod, within, TestCluster};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -133,7 +133,11 @@ async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_o
     add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
     cluster.wait_for_planned_slices(NS, "web").await;
     cluster.wait_for_planned_endpoints(NS, "web").await;
-    assert!(alpha.slice_syncs() > 0.0 && alpha.endpoints_syncs() > 0.0);
+    // A sync is counted once its writes returned, a moment after the watch shows them.
+    until("alpha to count its syncs", || {
+        alpha.slice_syncs() > 0.0 && alpha.endpoints_syncs() > 0.0
+    })
+    .await;
     assert_eq!(
         (bravo.slice_syncs(), bravo.endpoints_syncs()),
         (0.0, 0.0),
@@ -156,7 +160,10 @@ async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_o
     add_pod_and_wait(&cluster, "web-3", "10.0.0.3").await?;
     cluster.wait_for_planned_slices(NS, "web").await;
     cluster.wait_for_planned_endpoints(NS, "web").await;
-    assert!(bravo.slice_syncs() > 0.0 && bravo.endpoints_syncs() > 0.0);
+    until("bravo to count its syncs", || {
+        bravo.slice_syncs() > 0.0 && bravo.endpoints_syncs() > 0.0
+    })
+    .await;
 
     assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);
     let released = leases(&cluster).get(LEASE).await?;
@@ -184,7 +191,10 @@ async fn a_killed_holder_is_replaced_once_its_lease_expires() -> anyhow::Result<
     let _aborted = alpha.task.await;
     cluster.wait_for_lease_holder("bravo").await;
     add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
-    assert!(bravo.slice_syncs() > 0.0);
+    until("bravo to count its slice sync", || {
+        bravo.slice_syncs() > 0.0
+    })
+    .await;
     assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);
     Ok(())
 }
@@ -209,7 +219,10 @@ async fn a_holder_that_cannot_renew_stops_its_controllers_and_the_standby_takes_
     cluster.faults().clear();
     cluster.wait_for_lease_holder("bravo").await;
     add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
-    assert!(bravo.slice_syncs() > 0.0);
+    until("bravo to count its slice sync", || {
+        bravo.slice_syncs() > 0.0
+    })
+    .await;
     assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);
     Ok(())
 }
