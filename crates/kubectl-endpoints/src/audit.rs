@@ -16,6 +16,13 @@ use reconcile::compare::{differences, Objects, Rules, Sides};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// What the two sides of an audit's differences are called: what these controllers would
+/// write, and what the cluster holds.
+pub const SIDES: Sides = Sides {
+    ours: "plan",
+    theirs: "cluster",
+};
+
 /// What the audit reads.
 #[derive(Debug, Clone)]
 pub struct AuditScope {
@@ -82,7 +89,7 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
     // A running cluster has been through changes, so slices are compared as in the corpus'
     // dynamic cases: by the total endpoints of each port list, not slice by slice (how they
     // are spread over slices depends on the order changes came in), and without trigger times.
-    for difference in differences(&ours, &theirs, Rules::Dynamic, Sides::UPSTREAM) {
+    for difference in differences(&ours, &theirs, Rules::Dynamic, SIDES) {
         by_service
             .entry(difference.subject.clone())
             .or_default()

@@ -542,10 +542,7 @@ fn differences(key: &str, planned: &Objects<'_>, now: &Objects<'_>) -> Vec<Strin
         &planned.compared(),
         &now.compared(),
         compare::Rules::Dynamic,
-        compare::Sides {
-            ours: "would write",
-            theirs: "now",
-        },
+        crate::audit::SIDES,
     )
     .iter()
     .filter(|d| d.subject == key)

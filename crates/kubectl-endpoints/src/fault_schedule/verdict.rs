@@ -82,7 +82,7 @@ pub async fn live(client: &Client) -> Result<Written> {
 /// fault-free result.
 pub const SIDES: Sides = Sides {
     ours: "after faults",
-    theirs: "in plan",
+    theirs: "plan",
 };
 
 /// The differences between the faulted run and the plan, one line each. Events are not
