@@ -8,13 +8,20 @@
 //! for dynamic cases: names, uids, resourceVersions and timestamps are ignored, and so is what
 //! upstream itself writes in map order or after the order of past changes. Nothing is ever written to the cluster.
 
-use crate::conformance::{compare_by, Rules, Written};
 use crate::plan::{plan, PlanSettings};
 use crate::snapshot::Snapshot;
 use anyhow::{Context, Result};
 use kube::Client;
+use reconcile::compare::{differences, Objects, Rules, Sides};
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// What the two sides of an audit's differences are called: what these controllers would
+/// write, and what the cluster holds.
+pub const SIDES: Sides = Sides {
+    ours: "plan",
+    theirs: "cluster",
+};
 
 /// What the audit reads.
 #[derive(Debug, Clone)]
@@ -69,13 +76,12 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
     scope.flags.apply(&mut settings.options)?;
     let objects =
         crate::manifests::into_values(objects).context("encoding the cluster's objects")?;
-    let ours = plan(objects, &settings)
+    let planned = plan(objects, &settings)
         .await
         .context("running the controllers on a copy of the cluster")?;
-    let ours = Written::from_outcome(ours)?.without_events();
-    let theirs = Written::from_objects(&snapshot.endpoints, &snapshot.slices)?;
+    let ours = Objects::new(&planned.endpoints, &planned.slices);
+    let theirs = Objects::new(&snapshot.endpoints, &snapshot.slices);
 
-    // Each difference line starts with the `namespace/name` of the Service it is about.
     let mut by_service: BTreeMap<String, Vec<String>> = service_keys
         .iter()
         .map(|k| (k.clone(), Vec::new()))
@@ -83,13 +89,11 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
     // A running cluster has been through changes, so slices are compared as in the corpus'
     // dynamic cases: by the total endpoints of each port list, not slice by slice (how they
     // are spread over slices depends on the order changes came in), and without trigger times.
-    for difference in compare_by(&ours, &theirs, Rules::Dynamic) {
-        let service = difference
-            .split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-        by_service.entry(service).or_default().push(difference);
+    for difference in differences(&ours, &theirs, Rules::Dynamic, SIDES) {
+        by_service
+            .entry(difference.subject.clone())
+            .or_default()
+            .push(difference.to_string());
     }
     let services: Vec<ServiceAudit> = by_service
         .into_iter()

@@ -25,6 +25,7 @@
 #![warn(missing_docs)]
 
 pub mod address_family;
+pub mod compare;
 pub mod endpoints;
 pub mod event;
 pub mod find_port;

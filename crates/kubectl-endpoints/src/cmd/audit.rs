@@ -22,8 +22,8 @@ pub enum Format {
 /// copied into an in-process embedded API server, the controllers run there from scratch (the
 /// code path `run` uses), and the result is compared with the cluster's objects by the
 /// conformance corpus' rules: generated names, uids, resourceVersions, timestamps and what
-/// upstream writes in map order are ignored. In the differences, "ours" is what these
-/// controllers would write and "upstream" what the cluster holds. Exits 0 when every Service
+/// upstream writes in map order are ignored. In the differences, "plan" is what these
+/// controllers would write and "cluster" what the cluster holds. Exits 0 when every Service
 /// is the same, 1 otherwise.
 #[derive(Debug, Args)]
 pub struct AuditArgs {

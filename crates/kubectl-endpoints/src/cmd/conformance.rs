@@ -44,7 +44,7 @@ pub fn run(args: ConformanceArgs) -> Result<bool> {
                 writeln!(out, "{}: skipped (no upstream.json)", case.name)?;
                 continue;
             };
-            let expected = upstream_written(upstream);
+            let expected = upstream_written(upstream)?;
             if case.steps.is_some() {
                 if !args.live {
                     writeln!(out, "{}: skipped (dynamic: runs with --live)", case.name)?;

@@ -19,13 +19,13 @@ mod render;
 
 pub use render::render_text;
 
-use crate::conformance::{compare_sides, Rules, Sides, Written};
 use crate::plan::{plan, Outcome, PlanSettings, RecordedEvent};
 use crate::snapshot::Snapshot;
 use anyhow::{bail, Context, Result};
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube_endpoints::flags::OutputFlags;
+use reconcile::compare;
 use reconcile::endpoints::OVER_CAPACITY;
 use reconcile::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_MANAGED_BY};
 use reconcile::mirroring::selection::mirror_target;
@@ -321,7 +321,7 @@ fn explain_one(
     let truncation = truncation(&info, snapshot, &planned);
     let hints = hints::explain_hints(&info, snapshot, &planned, &events);
     let differences = match now {
-        Some(now) => differences(key, &planned, now)?,
+        Some(now) => differences(key, &planned, now),
         None => Vec::new(),
     };
     let mut explanation = Explanation {
@@ -356,6 +356,13 @@ fn explain_one(
 pub(crate) struct Objects<'a> {
     slices: Vec<&'a EndpointSlice>,
     endpoints: Option<&'a Endpoints>,
+}
+
+impl<'a> Objects<'a> {
+    /// The same objects, as the comparison reads them.
+    fn compared(&self) -> compare::Objects<'a> {
+        compare::Objects::new(self.endpoints, self.slices.iter().copied())
+    }
 }
 
 fn management(
@@ -528,22 +535,19 @@ fn truncation(
     })
 }
 
-fn differences(key: &str, planned: &Objects<'_>, now: &Objects<'_>) -> Result<Vec<String>> {
-    let written = |o: &Objects<'_>| Written::from_objects(o.endpoints, o.slices.iter().copied());
+fn differences(key: &str, planned: &Objects<'_>, now: &Objects<'_>) -> Vec<String> {
     // A cluster has been through changes: compare as `audit` does, by the endpoints of each
     // port list rather than slice by slice.
-    Ok(compare_sides(
-        &written(planned)?,
-        &written(now)?,
-        Rules::Dynamic,
-        Sides {
-            ours: "would write",
-            theirs: "now",
-        },
+    compare::differences(
+        &planned.compared(),
+        &now.compared(),
+        compare::Rules::Dynamic,
+        crate::audit::SIDES,
     )
-    .into_iter()
-    .filter(|d| d.split_whitespace().next() == Some(key))
-    .collect())
+    .iter()
+    .filter(|d| d.subject == key)
+    .map(ToString::to_string)
+    .collect()
 }
 
 #[cfg(test)]

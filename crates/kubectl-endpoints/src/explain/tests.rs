@@ -731,3 +731,49 @@ async fn the_corpus_check_notices_a_wrong_ready_condition() {
         "{lines:?}"
     );
 }
+
+#[tokio::test]
+async fn what_the_cluster_holds_is_compared_with_the_plan_each_side_named() {
+    let slice = Object::EndpointSlice(
+        serde_json::from_value(json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {
+                "name": "web-old", "namespace": "default",
+                "labels": {
+                    "kubernetes.io/service-name": "web",
+                    "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"
+                }
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "endpoints": [{"addresses": ["10.0.0.9"], "conditions": {"ready": true}}]
+        }))
+        .unwrap(),
+    );
+    let e = explain_web(vec![
+        service(json!({})),
+        pod("web-1", "10.0.0.1", json!({})),
+        slice,
+    ])
+    .await;
+    assert_eq!(e.as_written, Some(false));
+    assert!(
+        e.differences.iter().all(|d| d.starts_with("default/web ")),
+        "{:?}",
+        e.differences
+    );
+    let endpoints = e
+        .differences
+        .iter()
+        .find(|d| d.contains(" EndpointSlices IPv4 ") && d.contains(" endpoints: "))
+        .unwrap_or_else(|| panic!("{:?}", e.differences));
+    assert!(
+        endpoints.contains("only plan [{") && endpoints.contains("; only cluster [{"),
+        "{endpoints}"
+    );
+    let text = render_text(&e);
+    assert!(
+        text.contains("The cluster differs from what the controllers would write:\n  default/web "),
+        "{text}"
+    );
+}

@@ -5,14 +5,14 @@
 //! port list do, so a duplicated or left-over object shows).
 
 use super::api::{list_values, retrying};
-use crate::conformance::{compare_sides, Rules, Sides, Written};
+use crate::conformance::Written;
 use crate::plan::{plan, PlanSettings};
 use anyhow::Result;
 use k8s_openapi::api::core::v1::{Endpoints, Namespace, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::ListParams;
 use kube::{Api, Client};
-use reconcile::trigger_time::ANNOTATION as TRIGGER_TIME;
+use reconcile::compare::{Rules, Sides};
 use serde_json::Value;
 use std::collections::BTreeSet;
 
@@ -71,53 +71,42 @@ pub async fn live(client: &Client) -> Result<Written> {
     let lp = ListParams::default();
     let endpoints = Api::<Endpoints>::all(client.clone());
     let slices = Api::<EndpointSlice>::all(client.clone());
-    let endpoints = retrying(|| endpoints.list(&lp)).await?.items;
-    let slices = retrying(|| slices.list(&lp)).await?.items;
-    Written::from_objects(&endpoints, &slices)
+    Ok(Written {
+        endpoints: retrying(|| endpoints.list(&lp)).await?.items,
+        endpoint_slices: retrying(|| slices.list(&lp)).await?.items,
+        events: Vec::new(),
+    })
 }
 
-/// Removes the Endpoints trigger time: it records when the last change the controller saw
-/// happened, which a run from scratch cannot know.
-fn without_trigger_time(mut written: Written) -> Written {
-    for endpoints in &mut written.endpoints {
-        if let Some(annotations) = endpoints
-            .pointer_mut("/metadata/annotations")
-            .and_then(Value::as_object_mut)
-        {
-            annotations.remove(TRIGGER_TIME);
-        }
-    }
-    written
-}
+/// What the two sides of a verdict's differences are called: the faulted run and the
+/// fault-free result.
+pub const SIDES: Sides = Sides {
+    ours: "after faults",
+    theirs: "plan",
+};
 
-/// The differences between the faulted run and the plan, one line each ("after faults" is
-/// the run, "plan" the fault-free result). Events are not compared: the faults make the
-/// controllers report failures a fault-free run never sees. After a server `restored` from
-/// a backup, slices are compared by what they hold, not how it is split
-/// ([`Rules::Restored`]).
+/// The differences between the faulted run and the plan, one line each. Events are not
+/// compared: the faults make the controllers report failures a fault-free run never sees
+/// (neither side carries any). The trigger time is not compared either: it records when the
+/// last change the controller saw happened, which a run from scratch cannot know. After a
+/// server `restored` from a backup, slices are compared by what they hold, not how it is
+/// split ([`Rules::Restored`]).
 pub fn differences(live: &Written, planned: &Written, restored: bool) -> Vec<String> {
-    let live = without_trigger_time(live.clone());
-    let planned = without_trigger_time(planned.clone());
-    compare_sides(
-        &live,
-        &planned,
-        if restored {
-            Rules::Restored
-        } else {
-            Rules::Static
-        },
-        Sides {
-            ours: "after faults",
-            theirs: "in plan",
-        },
-    )
-    .into_iter()
-    .collect()
+    let rules = if restored {
+        Rules::Restored
+    } else {
+        Rules::Static
+    };
+    reconcile::compare::differences(&live.objects(), &planned.objects(), rules, SIDES)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reconcile::trigger_time::ANNOTATION as TRIGGER_TIME;
     use serde_json::json;
 
     fn slice(name: &str, ips: &[&str]) -> Value {
@@ -138,7 +127,10 @@ mod tests {
 
     fn written(slices: Vec<Value>) -> Written {
         Written {
-            endpoint_slices: slices,
+            endpoint_slices: slices
+                .into_iter()
+                .map(|s| serde_json::from_value(s).unwrap())
+                .collect(),
             ..Written::default()
         }
     }
@@ -183,7 +175,9 @@ mod tests {
 
     #[test]
     fn a_left_over_endpoints_object_is_a_difference_but_its_trigger_time_is_not() {
-        let endpoints = |name: &str, time: &str| json!({"metadata": {"name": name, "namespace": "shop", "annotations": {TRIGGER_TIME: time}}});
+        let endpoints = |name: &str, time: &str| {
+            serde_json::from_value(json!({"metadata": {"name": name, "namespace": "shop", "annotations": {TRIGGER_TIME: time}}})).unwrap()
+        };
         let planned = Written {
             endpoints: vec![endpoints("web", "2026-01-01T00:00:00Z")],
             ..Written::default()
