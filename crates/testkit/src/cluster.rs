@@ -25,9 +25,9 @@ const LEASE_NAMESPACE: &str = "kube-system";
 const LEASE_NAME: &str = "kube-endpoints";
 
 use crate::build::{node, ready_condition, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE};
-use crate::compare::{comparable_endpoints, comparable_slices};
 use crate::inspect::pretty;
 use crate::wait::{eventually, eventually_on, init_logs, within};
+use reconcile::compare::{differences, Objects, Rules, Sides};
 
 /// The Endpoints and EndpointSlice controllers with kube-controller-manager's defaults,
 /// leader election off.
@@ -643,7 +643,7 @@ impl TestCluster {
             .ok_or_else(|| anyhow::anyhow!("no Endpoints {ns}/{service} from scratch"))
     }
 
-    /// Waits until the managed slices of `service` equal, modulo [`comparable_slices`],
+    /// Waits until the managed slices of `service` equal, by [`Rules::Planned`],
     /// what `plan_slices` computes for the stored objects from scratch.
     pub async fn wait_for_planned_slices(&self, ns: &str, service: &str) {
         self.wait_for_planned_slices_with(ns, service, 100).await;
@@ -686,21 +686,12 @@ impl TestCluster {
                     foreign.metadata.name
                 ));
             }
-            let (planned, live) = (comparable_slices(&planned), comparable_slices(&live));
-            if planned == live {
-                Ok(())
-            } else {
-                Err(format!(
-                    "planned:\n{}\nlive:\n{}",
-                    pretty(&planned),
-                    pretty(&live)
-                ))
-            }
+            differences_from_plan(&Objects::of_slices(&live), &Objects::of_slices(&planned))
         })
         .await;
     }
 
-    /// Waits until the Endpoints object of `service` equals, modulo [`comparable_endpoints`],
+    /// Waits until the Endpoints object of `service` equals, by [`Rules::Planned`],
     /// what `plan_endpoints` computes for the stored objects from scratch.
     pub async fn wait_for_planned_endpoints(&self, ns: &str, service: &str) {
         let what = format!("Endpoints {ns}/{service} to equal the plan from scratch");
@@ -713,17 +704,10 @@ impl TestCluster {
                 .get_endpoints(ns, service)
                 .await
                 .map_err(|e| e.to_string())?;
-            let planned = comparable_endpoints(&planned);
-            let live = live.as_ref().map(comparable_endpoints);
-            if Some(&planned) == live.as_ref() {
-                Ok(())
-            } else {
-                Err(format!(
-                    "planned:\n{}\nlive:\n{}",
-                    pretty(&planned),
-                    pretty(&live)
-                ))
-            }
+            differences_from_plan(
+                &Objects::of_endpoints(live.as_ref()),
+                &Objects::of_endpoints([&planned]),
+            )
         })
         .await;
     }
@@ -740,4 +724,19 @@ where
         .iter()
         .map(serde_json::to_value)
         .collect::<Result<_, _>>()?)
+}
+
+/// `Ok` when the live objects equal the plan from scratch by [`Rules::Planned`], else each
+/// difference on a line, labelled live and plan.
+fn differences_from_plan(live: &Objects<'_>, plan: &Objects<'_>) -> Result<(), String> {
+    let found = differences(live, plan, Rules::Planned, Sides::PLAN);
+    if found.is_empty() {
+        Ok(())
+    } else {
+        Err(found
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
 }

@@ -4,7 +4,6 @@
 //!   running in a task, typed access to the objects and waits on what they hold;
 //! - [`build`]: the objects the controllers read, built with named setters;
 //! - [`inspect`]: reading what the controllers wrote;
-//! - [`compare`]: objects reduced to what a run from scratch must match;
 //! - [`server`]: raw requests to the embedded API server, and its error Statuses;
 //! - [`wait`]: retrying a probe until it holds, and bounding a future, without timing
 //!   assertions.
@@ -14,7 +13,6 @@
 
 pub mod build;
 pub mod cluster;
-pub mod compare;
 pub mod inspect;
 pub mod server;
 pub mod wait;
@@ -26,7 +24,6 @@ pub use build::{
 pub use cluster::{
     endpoints_only, metric, mirroring_only, options, slices_only, Controllers, OverTcp, TestCluster,
 };
-pub use compare::{comparable_endpoints, comparable_slices};
 pub use inspect::{
     addresses, conditions, endpoint_of, endpoints_by_pod, endpoints_ports, pod_names, ports,
     pretty, ready_transition, strings, trigger_time,
