@@ -322,7 +322,7 @@ pub async fn run_dynamic(case: &Case) -> Result<(Written, Writes)> {
         })
     };
     let result = async {
-        crate::dynamic::settle(handle.server(), &readiness, &activity).await?;
+        crate::dynamic::settle_step(handle.server(), &readiness, &activity).await?;
         run_steps(handle.server(), client, &readiness, &activity, steps).await
     }
     .await

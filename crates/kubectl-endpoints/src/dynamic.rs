@@ -434,7 +434,7 @@ impl<'a> StepRunner<'a> {
 }
 
 /// Waits until the controllers have settled as [`STEP_QUIET`] says.
-pub(crate) async fn settle(
+pub(crate) async fn settle_step(
     server: &apiserver::ApiServer,
     readiness: &controller::health::Readiness,
     activity: &controller::Activity,
@@ -468,11 +468,11 @@ pub(crate) async fn run_steps(
             .await
             .with_context(|| format!("step {}", i + 1))?;
         if step.settles() {
-            settle(server, readiness, activity).await?;
+            settle_step(server, readiness, activity).await?;
         }
     }
     if !steps.last().is_some_and(Step::settles) {
-        settle(server, readiness, activity).await?;
+        settle_step(server, readiness, activity).await?;
     }
     let mut writes = Writes::default();
     for record in server.request_log().iter().skip(start) {

@@ -220,7 +220,7 @@ async fn run(schedule: &Schedule, settings: &Settings, notes: &mut Vec<String>) 
         .steps
         .iter()
         .any(|step| matches!(step.action, Action::Fault(Event::ServerRestart { .. })));
-    let verdict = settle(&cluster, &mut fleet, &workload, settings, restored, notes).await;
+    let verdict = settle_on_plan(&cluster, &mut fleet, &workload, settings, restored, notes).await;
     let stopped = fleet.stop().await;
     verdict?;
     stopped
@@ -281,7 +281,7 @@ async fn fault(
 /// Waits for the controllers to settle on the plan of the final state: at two quiet
 /// moments in a row, what the server holds equals what `plan` writes. Fails with the last
 /// differences when `settings.deadline` passes first.
-async fn settle(
+async fn settle_on_plan(
     cluster: &Cluster,
     fleet: &mut Fleet,
     client: &kube::Client,
