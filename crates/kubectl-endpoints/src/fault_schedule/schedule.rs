@@ -376,7 +376,7 @@ impl Draw {
 impl Schedule {
     /// The schedule of `seed`.
     pub fn draw(seed: u64, mix: &Mix) -> Self {
-        // splitmix64 spreads even small, neighbouring seeds over unrelated sequences.
+        // The generator spreads even small, neighbouring seeds over unrelated sequences.
         let mut d = Draw(SeededRng::new(seed));
         let topology = if d.coin() {
             Topology::Single

@@ -108,6 +108,7 @@ fn writes(server: &apiserver::ApiServer) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audit_finds_every_service_of_every_case_the_same_and_writes_nothing() {
+    let _cpu = crate::shares_cpu().await;
     let dir = tempfile::tempdir().unwrap();
     for case_dir in static_cases() {
         let case = load_case(&case_dir).unwrap();
@@ -169,6 +170,7 @@ fn pick_slice(upstream: &mut Value, wanted: impl Fn(&Value) -> bool) -> (&mut Va
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audit_names_exactly_the_service_and_field_that_differ() {
+    let _cpu = crate::shares_cpu().await;
     let dir = tempfile::tempdir().unwrap();
     let case_dir = corpus().join("public-random-100");
     let case = load_case(&case_dir).unwrap();
@@ -266,6 +268,7 @@ fn only_reads(server: &apiserver::ApiServer) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_live_agrees_with_upstream_and_only_reads() {
+    let _cpu = crate::shares_cpu().await;
     use kubectl_endpoints::explain::{corpus::disagreements, explain, Source};
     use kubectl_endpoints::snapshot::Snapshot;
     let dir = tempfile::tempdir().unwrap();

@@ -12,6 +12,7 @@ use kubectl_endpoints::dynamic::{compare_writes, describe_writes, Writes};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plan_matches_upstream_on_every_recorded_case() {
+    let _cpu = crate::shares_cpu().await;
     let cases = find_cases(&corpus()).expect("corpus present");
     assert!(
         cases.len() >= 12,
@@ -66,12 +67,14 @@ async fn the_comparison_notices_a_wrong_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_controllers_match_upstream_on_every_recorded_case() {
+    let _cpu = crate::shares_cpu().await;
     live_controllers_match_upstream_in(Encoding::Protobuf).await;
 }
 
 /// The same pass with `--kube-api-content-type=application/json`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_controllers_speaking_json_match_upstream_on_every_recorded_case() {
+    let _cpu = crate::shares_cpu().await;
     live_controllers_match_upstream_in(Encoding::Json).await;
 }
 
@@ -113,6 +116,7 @@ async fn live_controllers_match_upstream_in(encoding: Encoding) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dynamic_cases_reach_upstreams_objects_with_no_more_writes() {
+    let _cpu = crate::alone().await;
     let mut failures = Vec::new();
     let mut ran = 0;
     for dir in find_cases(&corpus()).expect("corpus present") {
@@ -192,6 +196,7 @@ fn mirrored_slices_are_compared_like_the_controllers_own() {
 /// upstream emits for the third is recorded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cases_mirroring_flag_truncates_the_same_way_offline_and_live() {
+    let _cpu = crate::shares_cpu().await;
     use kubectl_endpoints::conformance::run_live;
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -293,6 +298,7 @@ fn a_case_whose_flags_file_names_an_unknown_flag_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn explain_agrees_with_upstream_on_every_pod_of_every_static_case() {
+    let _cpu = crate::shares_cpu().await;
     use kubectl_endpoints::explain::{corpus::disagreements, explain, Source};
     use kubectl_endpoints::snapshot::Snapshot;
     let mut failures = Vec::new();

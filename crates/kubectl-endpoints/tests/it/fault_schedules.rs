@@ -9,6 +9,7 @@ const SEEDS: u64 = 50;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_seeded_fault_schedules_end_on_the_objects_plan_writes() {
+    let _cpu = crate::shares_cpu().await;
     let settings = Settings::default();
     let summary = run_seeds(0, SEEDS, 6, &settings, |_| {}).await;
     let failures: Vec<String> = summary
@@ -33,21 +34,19 @@ async fn fifty_seeded_fault_schedules_end_on_the_objects_plan_writes() {
     assert_eq!(summary.passed as u64, SEEDS);
 }
 
-/// Restores that do not bump resourceVersions: the server comes back from a backup on
-/// resourceVersions that let the Endpoints informer's watch resume, so its cache keeps an
+/// Seed 38 with restores that do not bump resourceVersions: the server comes back from a backup
+/// on resourceVersions that let the Endpoints informer's watch resume, so its cache keeps an
 /// object the server no longer has and every update of it is refused as a conflict. The
 /// controller must notice (the same resourceVersion refused again and again) and list again.
-/// (Seed 38 drew this with the bench's former xorshift generator; seed 1474 draws the same
-/// ingredients from the shared one: one controller, one namespace, an Endpoints object deleted
-/// shortly before a restart, short watches after it.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_the_watch_resumes_across_is_caught_by_the_conflicts_it_causes() {
+    let _cpu = crate::shares_cpu().await;
     let settings = Settings {
         restarts: true,
         restores: Restores::Unbumped,
         ..Settings::default()
     };
-    let summary = run_seeds(1474, 1, 1, &settings, |_| {}).await;
+    let summary = run_seeds(38, 1, 1, &settings, |_| {}).await;
     assert_eq!(
         summary.passed,
         1,
@@ -56,17 +55,17 @@ async fn a_restart_the_watch_resumes_across_is_caught_by_the_conflicts_it_causes
     );
 }
 
-/// With restarts: the server is restored, right at the start, from a backup without the
+/// Seed 15 with restarts: the server is restored, right at the start, from a backup without the
 /// mirrored slice the controller had just written. The tracker must not wait for that slice
-/// to show up in the cache once a fresh list says it is gone. (Seed 15 with the former
-/// generator; seed 2677 restores from the initial backup as its first step.)
+/// to show up in the cache once a fresh list says it is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restore_without_a_slice_we_wrote_does_not_stall_its_service() {
+    let _cpu = crate::shares_cpu().await;
     let settings = Settings {
         restarts: true,
         ..Settings::default()
     };
-    let summary = run_seeds(2677, 1, 1, &settings, |_| {}).await;
+    let summary = run_seeds(15, 1, 1, &settings, |_| {}).await;
     assert_eq!(
         summary.passed,
         1,
@@ -75,14 +74,13 @@ async fn a_restore_without_a_slice_we_wrote_does_not_stall_its_service() {
     );
 }
 
-/// The EndpointSlice watch fails for a while, and pod events keep finding the slice cache
-/// behind, so one Service's retries back off to many seconds. When the slices come back it
-/// must be synced then, not after its backoff (seed 724 of the former generator failed two
-/// runs in three without that; seed 406 fails 10% of slice watches from about the same moment,
-/// with pod churn and no restart).
+/// Seed 724: the EndpointSlice watch fails for a while, and pod events keep finding the slice
+/// cache behind, so one Service's retries back off to many seconds. When the slices come back
+/// it must be synced then, not after its backoff (it failed two runs in three without that).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_that_waited_long_for_the_slice_cache_is_synced_once_it_catches_up() {
-    let summary = run_seeds(406, 1, 1, &Settings::default(), |_| {}).await;
+    let _cpu = crate::shares_cpu().await;
+    let summary = run_seeds(724, 1, 1, &Settings::default(), |_| {}).await;
     assert_eq!(
         summary.passed,
         1,
