@@ -187,10 +187,11 @@ async fn both_replicas_are_ready_only_the_leader_writes_and_a_stopped_leader_han
         bravo.slice_syncs() > 0.0
     })
     .await;
-    assert!(
-        !writes_by(&cluster, "bravo").is_empty(),
-        "the new leader writes"
-    );
+    // The server logs a write just after storing it, so a watcher may see it a moment first.
+    until("the new leader's writes to be logged", || {
+        !writes_by(&cluster, "bravo").is_empty()
+    })
+    .await;
     assert_eq!(bravo.probe("/healthz").await.0, StatusCode::OK);
     assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);
     Ok(())

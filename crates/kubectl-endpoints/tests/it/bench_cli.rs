@@ -42,7 +42,6 @@ fn assert_converged(output: &Output) -> Value {
 
 #[test]
 fn create_reports_convergence_latency_requests_cpu_and_rss() {
-    let _cpu = crate::shares_cpu_blocking();
     let out = bench(&[
         "--scenario",
         "create",
@@ -80,7 +79,6 @@ fn create_reports_convergence_latency_requests_cpu_and_rss() {
 
 #[test]
 fn flap_of_random_pods_converges() {
-    let _cpu = crate::shares_cpu_blocking();
     let out = bench(&[
         "--scenario",
         "flap",
@@ -98,7 +96,6 @@ fn flap_of_random_pods_converges() {
 
 #[test]
 fn rolling_replaces_every_pod_and_converges() {
-    let _cpu = crate::shares_cpu_blocking();
     let out = bench(&[
         "--scenario",
         "rolling",
@@ -117,7 +114,6 @@ fn rolling_replaces_every_pod_and_converges() {
 
 #[test]
 fn scale_and_nodes_converge() {
-    let _cpu = crate::shares_cpu_blocking();
     for scenario in ["scale", "nodes"] {
         let out = bench(&[
             "--scenario",
@@ -136,7 +132,6 @@ fn scale_and_nodes_converge() {
 
 #[test]
 fn a_timeout_exits_non_zero_with_the_figures_so_far() {
-    let _cpu = crate::shares_cpu_blocking();
     let out = Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
         .args([
             "bench",
@@ -175,7 +170,6 @@ fn oversized_runs_are_refused() {
 
 #[test]
 fn the_table_names_every_figure() {
-    let _cpu = crate::shares_cpu_blocking();
     let out = Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
         .args([
             "bench",
@@ -209,7 +203,6 @@ fn the_table_names_every_figure() {
 
 #[test]
 fn cold_start_of_the_controller_as_its_own_process_writes_each_object_once() {
-    let _cpu = crate::shares_cpu_blocking();
     let out = bench(&[
         "--scenario",
         "cold",
@@ -258,7 +251,6 @@ fn process_only_flags_are_refused_for_the_embedded_controller() {
 /// see crates/bench/README.md).
 #[test]
 fn soak_samples_the_controllers_memory_over_a_steady_flap() {
-    let _cpu = crate::shares_cpu_blocking();
     let out = bench(&[
         "--scenario",
         "soak",

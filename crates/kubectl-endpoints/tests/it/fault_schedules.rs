@@ -9,7 +9,6 @@ const SEEDS: u64 = 50;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_seeded_fault_schedules_end_on_the_objects_plan_writes() {
-    let _cpu = crate::shares_cpu().await;
     let settings = Settings::default();
     let summary = run_seeds(0, SEEDS, 6, &settings, |_| {}).await;
     let failures: Vec<String> = summary
@@ -40,7 +39,6 @@ async fn fifty_seeded_fault_schedules_end_on_the_objects_plan_writes() {
 /// controller must notice (the same resourceVersion refused again and again) and list again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_the_watch_resumes_across_is_caught_by_the_conflicts_it_causes() {
-    let _cpu = crate::shares_cpu().await;
     let settings = Settings {
         restarts: true,
         restores: Restores::Unbumped,
@@ -60,7 +58,6 @@ async fn a_restart_the_watch_resumes_across_is_caught_by_the_conflicts_it_causes
 /// to show up in the cache once a fresh list says it is gone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restore_without_a_slice_we_wrote_does_not_stall_its_service() {
-    let _cpu = crate::shares_cpu().await;
     let settings = Settings {
         restarts: true,
         ..Settings::default()
@@ -79,7 +76,6 @@ async fn a_restore_without_a_slice_we_wrote_does_not_stall_its_service() {
 /// it must be synced then, not after its backoff (it failed two runs in three without that).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_that_waited_long_for_the_slice_cache_is_synced_once_it_catches_up() {
-    let _cpu = crate::shares_cpu().await;
     let summary = run_seeds(724, 1, 1, &Settings::default(), |_| {}).await;
     assert_eq!(
         summary.passed,

@@ -20,19 +20,16 @@ fn corpus() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases")
 }
 
-/// Held by the tests that load the CPU, shared among them ([`shares_cpu`]), and by the test
-/// that counts the controllers' writes against upstream's, alone ([`alone`]): how many
-/// writes a burst takes depends on how the syncs interleave, which a busy CPU changes.
+/// Held by the tests that keep the CPU busy (controllers and a server planning or syncing every
+/// case flat out), shared among them ([`shares_cpu`]), and by the test that counts the
+/// controllers' writes against upstream's, alone ([`alone`]): how many writes a burst takes
+/// depends on how the syncs interleave, which a busy CPU changes. Tests that mostly wait (the
+/// fault schedules, the bench runs) take no part.
 static CPU: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 /// For a test that loads the CPU: it may run beside others like it, not beside [`alone`].
 async fn shares_cpu() -> tokio::sync::RwLockReadGuard<'static, ()> {
     CPU.read().await
-}
-
-/// [`shares_cpu`] for a test without a runtime.
-fn shares_cpu_blocking() -> tokio::sync::RwLockReadGuard<'static, ()> {
-    CPU.blocking_read()
 }
 
 /// For the test whose figures a busy CPU would change: no [`shares_cpu`] test runs meanwhile.

@@ -4,7 +4,7 @@
 use super::{label, NS};
 use kube::api::PostParams;
 use serde_json::json;
-use testkit::{node, pod, pod_names, ports, service, slices_only, web_pod, TestCluster};
+use testkit::{node, pod, pod_names, ports, service, slices_only, web_pod, within, TestCluster};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manually_deleted_managed_slice_is_recreated() -> anyhow::Result<()> {
@@ -314,19 +314,24 @@ async fn slice_label_drift_is_repaired_on_the_next_sync() -> anyhow::Result<()> 
             &kube::api::Patch::Merge(json!({"metadata": {"labels": {"team": "red"}}})),
         )
         .await?;
-    // A Service change that leaves every endpoint as it is: only the drift makes a write.
-    cluster
-        .patch_service(
-            NS,
-            "web",
-            json!({"metadata": {"annotations": {"example.com/touched": "yes"}}}),
-        )
-        .await?;
-    let repaired = cluster
-        .wait_for_slices(NS, "web", "team=blue again", |s| {
-            s.len() == 1 && label(&s[0], "team") == Some("blue")
-        })
-        .await;
+    // A Service change that leaves every endpoint as it is: only the drift makes a write. The
+    // sync it queues may run before the slice cache has the edit, and then finds nothing to
+    // do (as upstream's would), so the Service is touched again until a sync sees the drift.
+    let repaired = within("the label drift to be repaired", async {
+        let mut round = 0u32;
+        loop {
+            round += 1;
+            let touched =
+                json!({"metadata": {"annotations": {"example.com/touched": round.to_string()}}});
+            cluster.patch_service(NS, "web", touched).await?;
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            let slices = cluster.managed_slices(NS, "web").await?;
+            if slices.len() == 1 && label(&slices[0], "team") == Some("blue") {
+                return anyhow::Ok(slices);
+            }
+        }
+    })
+    .await?;
     assert_eq!(repaired[0].metadata.name.as_deref(), Some(name.as_str()));
     cluster.wait_for_planned_slices(NS, "web").await;
     Ok(())
