@@ -21,10 +21,11 @@ fn corpus() -> std::path::PathBuf {
 }
 
 /// Held by the tests that keep the CPU busy (controllers and a server planning or syncing every
-/// case flat out), shared among them ([`shares_cpu`]), and by the test that counts the
-/// controllers' writes against upstream's, alone ([`alone`]): how many writes a burst takes
-/// depends on how the syncs interleave, which a busy CPU changes. Tests that mostly wait (the
-/// fault schedules, the bench runs) take no part.
+/// case flat out), shared among them ([`shares_cpu`]), and alone ([`alone`]) by the test that
+/// counts the controllers' writes against upstream's (how many writes a burst takes depends on
+/// how the syncs interleave, which a busy CPU changes) and by the fifty fault schedules (six at
+/// a time, with wall-clock deadlines). Tests that mostly wait (the bench runs, the single
+/// pinned seeds) take no part.
 static CPU: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 /// For a test that loads the CPU: it may run beside others like it, not beside [`alone`].
