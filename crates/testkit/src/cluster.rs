@@ -4,7 +4,7 @@
 use std::fmt::Debug;
 
 use anyhow::Context;
-use apiserver::{ApiServer, Config, Faults};
+use apiserver::{ApiServer, Faults};
 use controller::config::Settings;
 use controller::health::Readiness;
 use controller::Options;
@@ -162,8 +162,7 @@ impl TestCluster {
     /// would turn topology hints off cluster-wide).
     pub fn start_without_nodes() -> Self {
         init_logs();
-        let server = ApiServer::new(Config::default());
-        let client = Client::new(server.service(), "default");
+        let (server, client) = crate::server::start();
         Self { server, client }
     }
 
@@ -603,9 +602,8 @@ impl TestCluster {
         objects.extend(values_of(self.nodes()).await?);
         objects.extend(values_of(Api::<Service>::all(self.client.clone())).await?);
         objects.extend(values_of(Api::<Pod>::all(self.client.clone())).await?);
-        let server = ApiServer::new(apiserver::Config::default());
+        let (server, client) = crate::server::start();
         server.apply_objects(objects)?;
-        let client = kube::Client::new(server.service(), "default");
         let fresh = TestCluster { server, client };
         let options = Options {
             settings: Settings {
