@@ -84,44 +84,87 @@ fn port_order_does_not_split_groups() {
     );
 }
 
-#[test]
-fn ready_addresses_are_ready_and_not_ready_addresses_are_not() {
-    let s = state(
-        vec![subset()
-            .ready("10.0.0.1")
-            .not_ready("10.0.0.2")
-            .port("http", 80)],
-        1000,
-    );
-    let g = &s.groups[0];
-    assert_eq!(ips(g), vec!["10.0.0.1", "10.0.0.2"]);
-    assert_eq!(ready_flags(g), vec![true, false]);
+/// What one group holds, in brief: its endpoints (IP and readiness, in order) and the
+/// state's counts of invalid and skipped addresses.
+#[derive(Debug, Default, PartialEq)]
+struct Mirrored {
+    endpoints: Vec<(String, bool)>,
+    invalid: usize,
+    skipped: usize,
+}
+
+/// A group of these endpoints, nothing invalid or skipped.
+fn mirrored(endpoints: &[(&str, bool)]) -> Mirrored {
+    Mirrored {
+        endpoints: endpoints
+            .iter()
+            .map(|(ip, ready)| (ip.to_string(), *ready))
+            .collect(),
+        ..Mirrored::default()
+    }
+}
+
+impl Mirrored {
+    fn of(state: &DesiredState, group: &DesiredGroup) -> Self {
+        Self {
+            endpoints: ips(group).into_iter().zip(ready_flags(group)).collect(),
+            invalid: state.invalid,
+            skipped: state.skipped,
+        }
+    }
+
+    fn invalid(self, invalid: usize) -> Self {
+        Self { invalid, ..self }
+    }
+
+    fn skipped(self, skipped: usize) -> Self {
+        Self { skipped, ..self }
+    }
+}
+
+/// One `http` subset, mirrored with room for every address: what its IPv4 group holds.
+struct Case {
+    behaviour: &'static str,
+    subset: SubsetBuilder,
+    want: Mirrored,
 }
 
 #[test]
-fn an_address_both_ready_and_not_ready_is_mirrored_not_ready() {
-    let s = state(
-        vec![subset()
-            .ready("10.0.0.1")
-            .not_ready("10.0.0.1")
-            .port("http", 80)],
-        1000,
-    );
-    assert_eq!(ready_flags(&s.groups[0]), vec![false]);
-}
-
-#[test]
-fn invalid_ips_are_skipped_and_counted() {
-    let s = state(
-        vec![subset()
-            .ready("10.0.0.1")
-            .ready("not-an-ip")
-            .not_ready("999.0.0.1")
-            .port("http", 80)],
-        1000,
-    );
-    assert_eq!(ips(&s.groups[0]), vec!["10.0.0.1"]);
-    assert_eq!((s.invalid, s.skipped), (2, 2));
+fn addresses_are_mirrored_once_each_with_their_readiness() {
+    let cases = [
+        Case {
+            behaviour: "ready addresses are ready and not-ready addresses are not",
+            subset: subset().ready("10.0.0.1").not_ready("10.0.0.2"),
+            want: mirrored(&[("10.0.0.1", true), ("10.0.0.2", false)]),
+        },
+        Case {
+            behaviour: "an address both ready and not ready is mirrored not ready",
+            subset: subset().ready("10.0.0.1").not_ready("10.0.0.1"),
+            want: mirrored(&[("10.0.0.1", false)]),
+        },
+        Case {
+            behaviour: "invalid IPs are skipped and counted",
+            subset: subset()
+                .ready("10.0.0.1")
+                .ready("not-an-ip")
+                .not_ready("999.0.0.1"),
+            want: mirrored(&[("10.0.0.1", true)]).invalid(2).skipped(2),
+        },
+        Case {
+            behaviour: "the same IP written two ways is one endpoint, and neither is skipped",
+            subset: subset().ready("10.0.0.1").ready("010.0.0.1"),
+            want: mirrored(&[("10.0.0.1", true)]),
+        },
+    ];
+    for case in cases {
+        let s = state(vec![case.subset.port("http", 80)], 1000);
+        assert_eq!(
+            Mirrored::of(&s, &s.groups[0]),
+            case.want,
+            "{}",
+            case.behaviour
+        );
+    }
 }
 
 #[test]
@@ -150,29 +193,20 @@ fn per_subset_cap_keeps_ready_addresses_first_and_counts_the_rest_as_skipped() {
 
 #[test]
 fn invalid_addresses_do_not_count_against_the_cap() {
-    let s = state(
-        vec![subset()
-            .ready("bad")
-            .ready("10.0.0.1")
-            .ready("10.0.0.2")
-            .port("http", 80)],
-        2,
-    );
     // Repacking sorts "bad" after the IPs (byte order), so the cap is reached first and the
-    // invalid address is skipped as excess, not counted as invalid.
-    assert_eq!(ips(&s.groups[0]), vec!["10.0.0.1", "10.0.0.2"]);
-    assert_eq!((s.invalid, s.skipped), (0, 1));
-
-    let s = state(
-        vec![subset()
-            .ready("1.bad")
-            .ready("10.0.0.1")
-            .ready("10.0.0.2")
-            .port("http", 80)],
-        2,
-    );
-    assert_eq!(ips(&s.groups[0]), vec!["10.0.0.1", "10.0.0.2"]);
-    assert_eq!((s.invalid, s.skipped), (1, 1));
+    // invalid address is skipped as excess, not counted as invalid; "1.bad" sorts first.
+    for (bad, invalid) in [("bad", 0), ("1.bad", 1)] {
+        let s = state(
+            vec![subset()
+                .ready(bad)
+                .ready("10.0.0.1")
+                .ready("10.0.0.2")
+                .port("http", 80)],
+            2,
+        );
+        assert_eq!(ips(&s.groups[0]), vec!["10.0.0.1", "10.0.0.2"], "{bad}");
+        assert_eq!((s.invalid, s.skipped), (invalid, 1), "{bad}");
+    }
 }
 
 #[test]
@@ -180,20 +214,6 @@ fn subset_without_ports_is_mirrored_with_no_ports() {
     let s = state(vec![subset().ready("10.0.0.1")], 1000);
     assert_eq!(s.groups[0].ports, vec![]);
     assert_eq!(ips(&s.groups[0]), vec!["10.0.0.1"]);
-}
-
-#[test]
-fn same_ip_written_two_ways_collapses_into_one_endpoint() {
-    let s = state(
-        vec![subset()
-            .ready("10.0.0.1")
-            .ready("010.0.0.1")
-            .port("http", 80)],
-        1000,
-    );
-    assert_eq!(ips(&s.groups[0]), vec!["10.0.0.1"]);
-    // Both were added, so neither counts as skipped.
-    assert_eq!(s.skipped, 0);
 }
 
 #[test]

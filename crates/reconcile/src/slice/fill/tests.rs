@@ -1,8 +1,9 @@
 use super::*;
 use crate::slice::endpoint::pod_to_endpoint;
 use crate::testing::{pod, service};
+use std::ops::Range;
 
-fn desired(names: std::ops::Range<usize>) -> DesiredEndpoints {
+fn desired(names: Range<usize>) -> DesiredEndpoints {
     let svc = service("s").build();
     names
         .map(|i| {
@@ -15,6 +16,14 @@ fn desired(names: std::ops::Range<usize>) -> DesiredEndpoints {
         .collect()
 }
 
+/// The same endpoints, every one now ready.
+fn all_ready(mut endpoints: DesiredEndpoints) -> DesiredEndpoints {
+    for ep in endpoints.values_mut() {
+        ep.conditions.as_mut().unwrap().ready = Some(true);
+    }
+    endpoints
+}
+
 fn existing_slice(name: &str, endpoints: DesiredEndpoints) -> Arc<EndpointSlice> {
     let mut slice = new_slice(&service("s").build(), &[], AddressType::IPv4);
     slice.metadata.name = Some(name.into());
@@ -22,146 +31,146 @@ fn existing_slice(name: &str, endpoints: DesiredEndpoints) -> Arc<EndpointSlice>
     Arc::new(slice)
 }
 
-fn sizes(slices: &[EndpointSlice]) -> Vec<usize> {
-    let mut s: Vec<usize> = slices.iter().map(|s| s.endpoints.len()).collect();
-    s.sort();
-    s
+/// Fills one IPv4 port group of `svc`, 100 endpoints a slice, into the named existing slices,
+/// each holding the endpoints of its range of pods.
+fn fill(
+    svc: &ServiceInfo,
+    existing: &[(&str, Range<usize>)],
+    wanted: DesiredEndpoints,
+) -> GroupOutcome {
+    let existing: Vec<Arc<EndpointSlice>> = existing
+        .iter()
+        .map(|(name, pods)| existing_slice(name, desired(pods.clone())))
+        .collect();
+    fill_port_group(svc, &existing, wanted, &[], AddressType::IPv4, 100)
 }
 
-#[test]
-fn two_hundred_fifty_endpoints_make_slices_of_100_100_50() {
-    let out = fill_port_group(
-        &service("s").build(),
-        &[],
-        desired(0..250),
-        &[],
-        AddressType::IPv4,
-        100,
-    );
-    assert_eq!(sizes(&out.create), vec![50, 100, 100]);
-    assert_eq!(out.added, 250);
+/// What a fill decided, in brief: the sizes of the slices it creates (smallest first), the
+/// name and new size of each slice it updates, the names of those it deletes, and the
+/// endpoints it adds and removes.
+#[derive(Debug, Default, PartialEq)]
+struct Writes<'a> {
+    create: Vec<usize>,
+    update: Vec<(&'a str, usize)>,
+    delete: Vec<&'a str>,
+    added: usize,
+    removed: usize,
 }
 
-#[test]
-fn unchanged_slices_stay_unwritten() {
-    let existing = vec![
-        existing_slice("a", desired(0..100)),
-        existing_slice("b", desired(100..150)),
-    ];
-    let out = fill_port_group(
-        &service("s").build(),
-        &existing,
-        desired(0..150),
-        &[],
-        AddressType::IPv4,
-        100,
-    );
-    assert!(out.create.is_empty() && out.update.is_empty() && out.delete.is_empty());
+/// No writes; a case adds the ones it expects with the methods of [`Writes`].
+fn writes() -> Writes<'static> {
+    Writes::default()
 }
 
-#[test]
-fn removed_endpoints_update_their_slice_and_empty_slices_are_deleted() {
-    let existing = vec![
-        existing_slice("a", desired(0..10)),
-        existing_slice("b", desired(10..20)),
-    ];
-    let out = fill_port_group(
-        &service("s").build(),
-        &existing,
-        desired(0..5),
-        &[],
-        AddressType::IPv4,
-        100,
-    );
-    assert_eq!(out.update.len(), 1);
-    assert_eq!(out.update[0].endpoints.len(), 5);
-    assert_eq!(out.delete.len(), 1);
-    assert_eq!(out.removed, 15);
-}
-
-#[test]
-fn new_endpoints_top_up_slices_already_being_updated() {
-    // Slice a loses one endpoint (so it is updated); the new endpoints go there first.
-    let existing = vec![
-        existing_slice("a", desired(0..50)),
-        existing_slice("b", desired(50..60)),
-    ];
-    let mut want = desired(1..60);
-    want.extend(desired(60..70));
-    let out = fill_port_group(
-        &service("s").build(),
-        &existing,
-        want,
-        &[],
-        AddressType::IPv4,
-        100,
-    );
-    assert!(out.create.is_empty());
-    assert_eq!(out.update.len(), 1);
-    assert_eq!(out.update[0].endpoints.len(), 59);
-}
-
-#[test]
-fn leftovers_go_to_the_unchanged_slice_that_ends_closest_to_full() {
-    let existing = vec![
-        existing_slice("a", desired(0..30)),
-        existing_slice("b", desired(30..90)),
-    ];
-    let out = fill_port_group(
-        &service("s").build(),
-        &existing,
-        desired(0..95),
-        &[],
-        AddressType::IPv4,
-        100,
-    );
-    assert!(out.create.is_empty());
-    assert_eq!(out.update.len(), 1);
-    assert_eq!(out.update[0].metadata.name.as_deref(), Some("b"));
-    assert_eq!(out.update[0].endpoints.len(), 65);
-}
-
-#[test]
-fn a_full_slices_worth_of_leftovers_gets_a_new_slice() {
-    let existing = vec![existing_slice("a", desired(0..10))];
-    let out = fill_port_group(
-        &service("s").build(),
-        &existing,
-        desired(0..110),
-        &[],
-        AddressType::IPv4,
-        100,
-    );
-    assert_eq!(sizes(&out.create), vec![100]);
-    assert!(out.update.is_empty());
-}
-
-#[test]
-fn changed_endpoint_conditions_update_in_place() {
-    let existing = vec![existing_slice("a", desired(0..3))];
-    let mut want = desired(0..3);
-    for ep in want.values_mut() {
-        ep.conditions.as_mut().unwrap().ready = Some(true);
+impl<'a> Writes<'a> {
+    fn of(out: &'a GroupOutcome) -> Self {
+        let name = |s: &'a EndpointSlice| s.metadata.name.as_deref().unwrap();
+        let mut create: Vec<usize> = out.create.iter().map(|s| s.endpoints.len()).collect();
+        create.sort();
+        Self {
+            create,
+            update: out
+                .update
+                .iter()
+                .map(|s| (name(s), s.endpoints.len()))
+                .collect(),
+            delete: out.delete.iter().map(|s| name(s)).collect(),
+            added: out.added,
+            removed: out.removed,
+        }
     }
-    let out = fill_port_group(
-        &service("s").build(),
-        &existing,
-        want,
-        &[],
-        AddressType::IPv4,
-        100,
-    );
-    assert_eq!(out.update.len(), 1);
-    assert_eq!(out.added, 0);
-    assert_eq!(out.removed, 0);
+
+    fn create(mut self, sizes: &[usize]) -> Self {
+        self.create = sizes.to_vec();
+        self
+    }
+
+    fn update(mut self, name: &'a str, size: usize) -> Self {
+        self.update.push((name, size));
+        self
+    }
+
+    fn delete(mut self, name: &'a str) -> Self {
+        self.delete.push(name);
+        self
+    }
+
+    fn added(mut self, endpoints: usize) -> Self {
+        self.added = endpoints;
+        self
+    }
+
+    fn removed(mut self, endpoints: usize) -> Self {
+        self.removed = endpoints;
+        self
+    }
+}
+
+/// A fill of service `s`'s group: the existing slices, the endpoints wanted, the writes due.
+struct Case {
+    behaviour: &'static str,
+    existing: &'static [(&'static str, Range<usize>)],
+    wanted: DesiredEndpoints,
+    want: Writes<'static>,
+}
+
+#[test]
+fn fills_keep_slices_full_and_touch_as_few_as_they_can() {
+    let cases = [
+        Case {
+            behaviour: "250 endpoints and no slices make slices of 100, 100 and 50",
+            existing: &[],
+            wanted: desired(0..250),
+            want: writes().create(&[50, 100, 100]).added(250),
+        },
+        Case {
+            behaviour: "slices holding just the wanted endpoints stay unwritten",
+            existing: &[("a", 0..100), ("b", 100..150)],
+            wanted: desired(0..150),
+            want: writes(),
+        },
+        Case {
+            behaviour: "removed endpoints update their slice, and a slice left empty is deleted",
+            existing: &[("a", 0..10), ("b", 10..20)],
+            wanted: desired(0..5),
+            want: writes().update("a", 5).delete("b").removed(15),
+        },
+        Case {
+            behaviour: "new endpoints top up a slice already being updated (a lost p0)",
+            existing: &[("a", 0..50), ("b", 50..60)],
+            wanted: desired(1..70),
+            want: writes().update("a", 59).added(10).removed(1),
+        },
+        Case {
+            behaviour: "leftovers go to the unchanged slice that ends closest to full",
+            existing: &[("a", 0..30), ("b", 30..90)],
+            wanted: desired(0..95),
+            want: writes().update("b", 65).added(5),
+        },
+        Case {
+            behaviour: "a full slice's worth of leftovers gets a new slice",
+            existing: &[("a", 0..10)],
+            wanted: desired(0..110),
+            want: writes().create(&[100]).added(100),
+        },
+        Case {
+            behaviour: "changed endpoint conditions update the slice in place",
+            existing: &[("a", 0..3)],
+            wanted: all_ready(desired(0..3)),
+            want: writes().update("a", 3),
+        },
+    ];
+    for case in cases {
+        let out = fill(&service("s").build(), case.existing, case.wanted);
+        assert_eq!(Writes::of(&out), case.want, "{}", case.behaviour);
+    }
 }
 
 #[test]
 fn label_drift_updates_an_otherwise_unchanged_slice() {
-    let existing = vec![existing_slice("a", desired(0..3))];
     let svc = service("s").label("team", "x").build();
-    let out = fill_port_group(&svc, &existing, desired(0..3), &[], AddressType::IPv4, 100);
-    assert_eq!(out.update.len(), 1);
+    let out = fill(&svc, &[("a", 0..3)], desired(0..3));
+    assert_eq!(Writes::of(&out), writes().update("a", 3));
     assert_eq!(
         out.update[0]
             .metadata

@@ -1,6 +1,6 @@
 use super::*;
 use crate::projection::{NodeInfo, PodInfo, ServiceInfo};
-use crate::testing::{node, pod, service, service_port, ts};
+use crate::testing::{node, pod, service, service_port, ts, ServiceBuilder};
 
 struct World {
     nodes: BTreeMap<String, NodeInfo>,
@@ -39,6 +39,17 @@ impl World {
         };
         plan_slices(&input, &mut self.topology)
     }
+
+    /// Syncs `svc` with `pods` from nothing, applies the writes, then plans `then_svc` with
+    /// `then_pods` against the slices that left: a resync after a change.
+    fn resync(
+        &mut self,
+        (svc, pods): (&ServiceInfo, &[PodInfo]),
+        (then_svc, then_pods): (&ServiceInfo, &[PodInfo]),
+    ) -> SlicePlan {
+        let state = apply(&[], &self.plan(svc, pods, &[]));
+        self.plan(then_svc, then_pods, &state)
+    }
 }
 
 fn pods(n: usize) -> Vec<PodInfo> {
@@ -50,6 +61,31 @@ fn pods(n: usize) -> Vec<PodInfo> {
                 .build()
         })
         .collect()
+}
+
+/// A ready pod on each of the three nodes, one per zone.
+fn pod_per_zone() -> Vec<PodInfo> {
+    ["node-a", "node-b", "node-c"]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            pod(&format!("p{i}"))
+                .ip(&format!("10.0.0.{i}"))
+                .node(n)
+                .ready(true)
+                .build()
+        })
+        .collect()
+}
+
+/// Service `s` with topology-aware hints asked for by annotation.
+fn topology_auto() -> ServiceBuilder {
+    service("s").annotation("service.kubernetes.io/topology-mode", "Auto")
+}
+
+/// A batch's numbers of creates, updates and deletes.
+fn writes(batch: &SliceBatch) -> (usize, usize, usize) {
+    (batch.create.len(), batch.update.len(), batch.delete.len())
 }
 
 /// Applies a plan's writes to a list of existing slices, naming creates `s-N`.
@@ -90,11 +126,8 @@ fn service_with_no_pods_gets_a_placeholder() {
 
 #[test]
 fn existing_placeholder_is_kept_not_recreated() {
-    let mut w = World::new();
     let svc = service("s").build();
-    let first = w.plan(&svc, &[], &[]);
-    let state = apply(&[], &first);
-    let second = w.plan(&svc, &[], &state);
+    let second = World::new().resync((&svc, &[]), (&svc, &[]));
     assert_eq!(second.write_count(), 0);
 }
 
@@ -131,11 +164,9 @@ fn dual_stack_service_gets_a_slice_per_family() {
 
 #[test]
 fn slices_of_unsupported_address_types_are_deleted_last() {
-    let mut w = World::new();
     let svc = service("s").families(&["IPv4", "IPv6"]).build();
-    let state = apply(&[], &w.plan(&svc, &[], &[]));
     let v4_only = service("s").families(&["IPv4"]).build();
-    let plan = w.plan(&v4_only, &[], &state);
+    let plan = World::new().resync((&svc, &[]), (&v4_only, &[]));
     let last = plan.batches.last().unwrap();
     assert_eq!(last.address_type, None);
     assert_eq!(last.delete.len(), 1);
@@ -144,19 +175,13 @@ fn slices_of_unsupported_address_types_are_deleted_last() {
 
 #[test]
 fn slices_not_owned_by_the_service_are_replaced() {
-    let mut w = World::new();
     let svc = service("s").build();
-    let pods = pods(3);
-    let state = apply(&[], &w.plan(&svc, &pods, &[]));
     let mut recreated = svc.clone();
     recreated.uid = "new-uid".into();
-    let plan = w.plan(&recreated, &pods, &state);
-    let batch = &plan.batches[0];
+    let pods = pods(3);
+    let plan = World::new().resync((&svc, &pods), (&recreated, &pods));
     // The old owner's slice is not recycled: a new slice is created and the old one deleted.
-    assert_eq!(
-        (batch.create.len(), batch.update.len(), batch.delete.len()),
-        (1, 0, 1)
-    );
+    assert_eq!(writes(&plan.batches[0]), (1, 0, 1));
 }
 
 #[test]
@@ -190,33 +215,16 @@ fn service_being_deleted_gets_no_creates() {
 
 #[test]
 fn removing_pods_reuses_slices_by_update_not_delete_and_create() {
-    let mut w = World::new();
     let svc = service("s").build();
     let all = pods(150);
-    let state = apply(&[], &w.plan(&svc, &all, &[]));
-    let plan = w.plan(&svc, &all[..140], &state);
-    let b = &plan.batches[0];
-    assert_eq!((b.create.len(), b.update.len(), b.delete.len()), (0, 1, 0));
+    let plan = World::new().resync((&svc, &all), (&svc, &all[..140]));
+    assert_eq!(writes(&plan.batches[0]), (0, 1, 0));
 }
 
 #[test]
 fn topology_annotation_adds_zone_hints_and_an_event() {
     let mut w = World::new();
-    let svc = service("s")
-        .annotation("service.kubernetes.io/topology-mode", "Auto")
-        .build();
-    let p: Vec<PodInfo> = ["node-a", "node-b", "node-c"]
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            pod(&format!("p{i}"))
-                .ip(&format!("10.0.0.{i}"))
-                .node(n)
-                .ready(true)
-                .build()
-        })
-        .collect();
-    let plan = w.plan(&svc, &p, &[]);
+    let plan = w.plan(&topology_auto().build(), &pod_per_zone(), &[]);
     assert_eq!(plan.events[0].reason, "TopologyAwareHintsEnabled");
     assert!(plan.batches[0].create[0]
         .endpoints
@@ -227,24 +235,9 @@ fn topology_annotation_adds_zone_hints_and_an_event() {
 
 #[test]
 fn hints_are_removed_when_the_annotation_goes_away() {
-    let mut w = World::new();
-    let svc = service("s")
-        .annotation("service.kubernetes.io/topology-mode", "Auto")
-        .build();
-    let p: Vec<PodInfo> = ["node-a", "node-b", "node-c"]
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            pod(&format!("p{i}"))
-                .ip(&format!("10.0.0.{i}"))
-                .node(n)
-                .ready(true)
-                .build()
-        })
-        .collect();
-    let state = apply(&[], &w.plan(&svc, &p, &[]));
+    let pods = pod_per_zone();
     let plain = service("s").build();
-    let plan = w.plan(&plain, &p, &state);
+    let plan = World::new().resync((&topology_auto().build(), &pods), (&plain, &pods));
     assert_eq!(plan.events[0].reason, "TopologyAwareHintsDisabled");
     assert_eq!(plan.batches[0].update.len(), 1);
     assert!(plan.batches[0].update[0]
@@ -256,8 +249,7 @@ fn hints_are_removed_when_the_annotation_goes_away() {
 #[test]
 fn annotation_wins_over_traffic_distribution() {
     let mut w = World::new();
-    let svc = service("s")
-        .annotation("service.kubernetes.io/topology-mode", "Auto")
+    let svc = topology_auto()
         .traffic_distribution("PreferSameNode")
         .build();
     let p = vec![pod("a").ip("10.0.0.1").ready(true).build()];
