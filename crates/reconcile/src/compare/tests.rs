@@ -71,6 +71,12 @@ struct Side {
 }
 
 impl Side {
+    fn new(endpoints: Vec<Value>, slices: Vec<Value>) -> Self {
+        Self {
+            endpoints: endpoints.into_iter().map(typed).collect(),
+            ..Self::slices(slices)
+        }
+    }
     fn slices(slices: Vec<Value>) -> Self {
         Self {
             slices: slices.into_iter().map(typed).collect(),
@@ -114,6 +120,12 @@ fn same(ours: &Side, theirs: &Side, rules: Rules) {
     assert_eq!(diff(ours, theirs, rules), Vec::<String>::new());
 }
 
+/// Asserts that some difference between the sides under `rules` is one `wanted` accepts.
+fn some_difference(ours: &Side, theirs: &Side, rules: Rules, wanted: impl Fn(&str) -> bool) {
+    let diffs = diff(ours, theirs, rules);
+    assert!(diffs.iter().any(|d| wanted(d)), "{rules:?}: {diffs:?}");
+}
+
 fn differs(ours: &Side, theirs: &Side, rules: Rules, part: &str) {
     let diffs = diff(ours, theirs, rules);
     assert!(
@@ -131,34 +143,31 @@ fn edit(mut v: Value, f: impl FnOnce(&mut Value)) -> Value {
 
 #[test]
 fn names_uids_resource_versions_generations_timestamps_and_trigger_times_do_not_count() {
-    let theirs = Side {
-        endpoints: vec![typed(endpoints(&[&["10.0.0.1"]]))],
-        ..Side::slices(vec![slice("web-abcde", &["10.0.0.1", "10.0.0.2"])])
-    };
-    let ours = Side {
-        endpoints: vec![typed(edit(endpoints(&[&["10.0.0.1"]]), |e| {
+    let theirs = Side::new(
+        vec![endpoints(&[&["10.0.0.1"]])],
+        vec![slice("web-abcde", &["10.0.0.1", "10.0.0.2"])],
+    );
+    let ours = Side::new(
+        vec![edit(endpoints(&[&["10.0.0.1"]]), |e| {
             e["metadata"]["uid"] = json!("other");
             e["metadata"]["resourceVersion"] = json!("99");
             e["metadata"]["annotations"][TRIGGER] = json!("2027-01-01T00:00:00Z");
             e["subsets"][0]["addresses"][0]["targetRef"]["uid"] = json!("other");
             e["subsets"][0]["addresses"][0]["targetRef"]["resourceVersion"] = json!("5");
-        }))],
+        })],
         // The endpoints in another order, too.
-        ..Side::slices(vec![edit(
-            slice("web-xyzzy", &["10.0.0.2", "10.0.0.1"]),
-            |s| {
-                s["metadata"]["uid"] = json!("other");
-                s["metadata"]["resourceVersion"] = json!("1");
-                s["metadata"]["generation"] = json!(9);
-                s["metadata"]["creationTimestamp"] = json!("2027-01-01T00:00:00Z");
-                s["metadata"]["managedFields"] = json!([{"manager": "x"}]);
-                s["metadata"]["annotations"] = json!({});
-                s["metadata"]["ownerReferences"][0]["uid"] = json!("other");
-                s["endpoints"][0]["targetRef"]["uid"] = json!("other");
-                s["endpoints"][0]["targetRef"]["resourceVersion"] = json!("4");
-            },
-        )])
-    };
+        vec![edit(slice("web-xyzzy", &["10.0.0.2", "10.0.0.1"]), |s| {
+            s["metadata"]["uid"] = json!("other");
+            s["metadata"]["resourceVersion"] = json!("1");
+            s["metadata"]["generation"] = json!(9);
+            s["metadata"]["creationTimestamp"] = json!("2027-01-01T00:00:00Z");
+            s["metadata"]["managedFields"] = json!([{"manager": "x"}]);
+            s["metadata"]["annotations"] = json!({});
+            s["metadata"]["ownerReferences"][0]["uid"] = json!("other");
+            s["endpoints"][0]["targetRef"]["uid"] = json!("other");
+            s["endpoints"][0]["targetRef"]["resourceVersion"] = json!("4");
+        })],
+    );
     for rules in CORPUS.into_iter().chain([Rules::Planned]) {
         same(&ours, &theirs, rules);
     }
@@ -256,13 +265,9 @@ fn how_endpoints_are_split_among_slices_counts_by_sizes_then_totals_then_not_at_
         slice("d", &["10.0.0.2"]),
         slice("e", &["10.0.0.3"]),
     ]);
-    let diffs = diff(&resized, &theirs, Rules::Static);
-    assert!(
-        diffs
-            .iter()
-            .any(|d| d.ends_with(" sizes: only ours [1, 1]; only upstream [2]")),
-        "{diffs:?}"
-    );
+    some_difference(&resized, &theirs, Rules::Static, |d| {
+        d.ends_with(" sizes: only ours [1, 1]; only upstream [2]")
+    });
     // By totals the split does not count, but each slice's metadata does, so the number of
     // slices still shows.
     differs(&resized, &theirs, Rules::Dynamic, " metadata: only ours [{");
@@ -272,22 +277,14 @@ fn how_endpoints_are_split_among_slices_counts_by_sizes_then_totals_then_not_at_
     // One endpoint fewer.
     let fewer = Side::slices(vec![slice("a", &["10.0.0.1", "10.0.0.2"]), slice("b", &[])]);
     for rules in CORPUS {
-        let diffs = diff(&fewer, &theirs, rules);
-        assert!(
-            diffs
-                .iter()
-                .any(|d| d.contains("endpoints: only upstream [")),
-            "{rules:?}: {diffs:?}"
-        );
+        some_difference(&fewer, &theirs, rules, |d| {
+            d.contains("endpoints: only upstream [")
+        });
     }
     differs(&fewer, &theirs, Rules::Dynamic, "EndpointSlices IPv4");
-    let diffs = diff(&fewer, &theirs, Rules::Dynamic);
-    assert!(
-        diffs
-            .iter()
-            .any(|d| d.contains("total endpoints: ours 2 upstream 3")),
-        "{diffs:?}"
-    );
+    some_difference(&fewer, &theirs, Rules::Dynamic, |d| {
+        d.contains("total endpoints: ours 2 upstream 3")
+    });
 }
 
 #[test]
@@ -387,24 +384,15 @@ fn slices_are_grouped_by_address_type_and_port_list_and_mirrored_ones_apart() {
     let other_port = Side::slices(vec![edit(slice("a", &["10.0.0.1"]), |s| {
         s["ports"][0]["port"] = json!(9090)
     })]);
-    let diffs = diff(&other_port, &theirs, Rules::Static);
-    assert!(
-        diffs
-            .iter()
-            .any(|d| d.contains("ports=[{\"name\":\"http\",\"port\":9090")
-                && d.contains("only ours")),
-        "{diffs:?}"
-    );
+    some_difference(&other_port, &theirs, Rules::Static, |d| {
+        d.contains("ports=[{\"name\":\"http\",\"port\":9090") && d.contains("only ours")
+    });
     let mirrored = Side::slices(vec![edit(slice("a", &["10.0.0.1"]), |s| {
         s["metadata"]["labels"][MANAGED_BY] = json!("endpointslicemirroring-controller.k8s.io")
     })]);
-    let diffs = diff(&mirrored, &theirs, Rules::Dynamic);
-    assert!(
-        diffs
-            .iter()
-            .any(|d| d.starts_with("shop/web mirrored EndpointSlices IPv4")),
-        "{diffs:?}"
-    );
+    some_difference(&mirrored, &theirs, Rules::Dynamic, |d| {
+        d.starts_with("shop/web mirrored EndpointSlices IPv4")
+    });
 }
 
 #[test]
@@ -420,10 +408,7 @@ fn default_kubernetes_and_other_controllers_slices_are_left_out_but_not_against_
         e["metadata"]["namespace"] = json!("default");
         e["metadata"]["name"] = json!("kubernetes");
     });
-    let ours = Side {
-        endpoints: vec![typed(kubernetes_endpoints)],
-        ..Side::slices(vec![kubernetes, foreign])
-    };
+    let ours = Side::new(vec![kubernetes_endpoints], vec![kubernetes, foreign]);
     let mut theirs = Side::default();
     for rules in CORPUS {
         same(&ours, &theirs, rules);
@@ -511,16 +496,13 @@ fn against_a_plan_absent_labels_differ_from_empty_ones_as_in_the_objects() {
 
 #[test]
 fn each_side_is_named_by_its_own_label() {
-    let theirs = Side {
-        endpoints: vec![typed(endpoints(&[&["10.0.0.1"]]))],
-        ..Side::slices(vec![slice("a", &["10.0.0.1", "10.0.0.2"])])
-    };
-    let ours = Side {
-        endpoints: vec![typed(edit(endpoints(&[&["10.0.0.1"]]), |e| {
-            e["metadata"]["name"] = json!("gone")
-        }))],
-        ..Side::slices(vec![slice("a", &["10.0.0.1", "10.0.0.3"])])
-    };
+    let theirs = Side::new(
+        vec![endpoints(&[&["10.0.0.1"]])],
+        vec![slice("a", &["10.0.0.1", "10.0.0.2"])],
+    );
+    let mut ours = theirs.clone();
+    ours.endpoints[0].metadata.name = Some("gone".into());
+    ours.slices = vec![typed(slice("a", &["10.0.0.1", "10.0.0.3"]))];
     let sides = Sides {
         ours: "after faults",
         theirs: "plan",

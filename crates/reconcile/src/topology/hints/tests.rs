@@ -36,12 +36,13 @@ fn sets(zones: &[&str]) -> SliceSets {
     }
 }
 
-fn hint_counts(sets: &SliceSets) -> BTreeMap<String, usize> {
+/// Endpoints hinted for each zone.
+fn hint_counts(sets: &SliceSets) -> BTreeMap<&str, usize> {
     let mut counts = BTreeMap::new();
     for slice in sets.create.iter().chain(sets.update.iter()) {
         for e in &slice.endpoints {
             if let Some(z) = e.hints.as_ref().and_then(|h| h.for_zones.as_ref()) {
-                *counts.entry(z[0].name.clone()).or_default() += 1;
+                *counts.entry(z[0].name.as_str()).or_default() += 1;
             }
         }
     }
@@ -52,85 +53,110 @@ fn key() -> ServiceKey {
     ServiceKey::new("default", "s")
 }
 
-#[test]
-fn three_equal_zones_with_all_endpoints_in_one_zone_redistributes_evenly() {
-    let mut c = equal_three_zones();
-    let mut s = sets(&["za", "za", "za"]);
-    let events = c.add_hints(&key(), AddressType::IPv4, &mut s);
-    assert_eq!(events[0].reason, "TopologyAwareHintsEnabled");
-    assert_eq!(
-        events[0].message,
-        "Topology Aware Hints has been enabled, addressType: IPv4"
-    );
-    assert_eq!(
-        hint_counts(&s),
-        [("za".into(), 1), ("zb".into(), 1), ("zc".into(), 1)].into()
-    );
+/// Hints from a cache of nodes for one slice being created, of ready endpoints in the given
+/// zones ("" for none).
+struct Case {
+    behaviour: &'static str,
+    cache: TopologyCache,
+    zones: &'static [&'static str],
+    address_type: AddressType,
+    /// The one event's reason and message.
+    event: (&'static str, &'static str),
+    hints: &'static [(&'static str, usize)],
 }
 
 #[test]
-fn four_endpoints_over_three_zones_get_no_hints() {
-    // 4 endpoints: each zone's minimum is ceil(1.33/1.2)=2, 6 > 4.
-    let mut c = equal_three_zones();
-    let mut s = sets(&["za", "zb", "zc", "za"]);
-    let events = c.add_hints(&key(), AddressType::IPv4, &mut s);
-    assert_eq!(events[0].reason, "TopologyAwareHintsDisabled");
-    assert!(events[0]
-        .message
-        .starts_with("Unable to allocate minimum required endpoints"));
-    assert!(events[0]
-        .message
-        .ends_with("(4 endpoints, 3 zones), addressType: IPv4"));
-    assert!(hint_counts(&s).is_empty());
-}
-
-#[test]
-fn uneven_cpu_ratios_shift_hints_toward_the_bigger_zone() {
-    let mut c = cache(&[("a", "za", 8000), ("b", "zb", 4000), ("c", "zc", 4000)]);
-    let mut s = sets(&["zb", "zb", "zb", "zb", "zc", "zc", "zc", "zc"]);
-    c.add_hints(&key(), AddressType::IPv4, &mut s);
-    assert_eq!(
-        hint_counts(&s),
-        [("za".into(), 4), ("zb".into(), 2), ("zc".into(), 2)].into()
-    );
-}
-
-#[test]
-fn endpoint_without_zone_disables_hints() {
-    let mut c = equal_three_zones();
-    let mut s = sets(&["za", "zb", "zc", "za", "zb", ""]);
-    let events = c.add_hints(&key(), AddressType::IPv4, &mut s);
-    assert_eq!(
-        events[0].message,
-        "One or more endpoints do not have a zone specified, addressType: IPv4"
-    );
-    assert!(hint_counts(&s).is_empty());
-}
-
-#[test]
-fn too_few_endpoints_reports_the_counts() {
-    let mut c = equal_three_zones();
-    let mut s = sets(&[]);
-    let events = c.add_hints(&key(), AddressType::IPv6, &mut s);
-    assert_eq!(
-        events[0].message,
-        "Insufficient number of endpoints (0 endpoints, 3 zones), addressType: IPv6"
-    );
-}
-
-#[test]
-fn insufficient_node_info_and_single_zone_messages() {
-    let mut c = cache(&[("a", "za", 1000), ("b", "", 1000)]);
-    let events = c.add_hints(&key(), AddressType::IPv4, &mut sets(&["za"]));
-    assert!(events[0]
-        .message
-        .starts_with("Insufficient Node information"));
-    let mut fresh = TopologyCache::default();
-    let events = fresh.add_hints(&key(), AddressType::IPv4, &mut sets(&["za"]));
-    assert_eq!(
-        events[0].message,
-        "Nodes only ready in one zone, addressType: IPv4"
-    );
+fn hints_follow_each_zones_share_of_cpu_or_are_refused_with_the_reason() {
+    let cases = [
+        Case {
+            behaviour: "three equal zones with every endpoint in one zone share them evenly",
+            cache: equal_three_zones(),
+            zones: &["za", "za", "za"],
+            address_type: AddressType::IPv4,
+            event: (
+                ENABLED,
+                "Topology Aware Hints has been enabled, addressType: IPv4",
+            ),
+            hints: &[("za", 1), ("zb", 1), ("zc", 1)],
+        },
+        Case {
+            // Each zone's minimum is ceil(1.33/1.2)=2, and 6 > 4.
+            behaviour: "four endpoints over three zones get no hints",
+            cache: equal_three_zones(),
+            zones: &["za", "zb", "zc", "za"],
+            address_type: AddressType::IPv4,
+            event: (
+                DISABLED,
+                "Unable to allocate minimum required endpoints to each zone without exceeding \
+                 overload threshold (4 endpoints, 3 zones), addressType: IPv4",
+            ),
+            hints: &[],
+        },
+        Case {
+            behaviour: "uneven CPU shifts hints toward the bigger zone",
+            cache: cache(&[("a", "za", 8000), ("b", "zb", 4000), ("c", "zc", 4000)]),
+            zones: &["zb", "zb", "zb", "zb", "zc", "zc", "zc", "zc"],
+            address_type: AddressType::IPv4,
+            event: (
+                ENABLED,
+                "Topology Aware Hints has been enabled, addressType: IPv4",
+            ),
+            hints: &[("za", 4), ("zb", 2), ("zc", 2)],
+        },
+        Case {
+            behaviour: "an endpoint without a zone disables hints",
+            cache: equal_three_zones(),
+            zones: &["za", "zb", "zc", "za", "zb", ""],
+            address_type: AddressType::IPv4,
+            event: (
+                DISABLED,
+                "One or more endpoints do not have a zone specified, addressType: IPv4",
+            ),
+            hints: &[],
+        },
+        Case {
+            behaviour: "too few endpoints are reported with the counts",
+            cache: equal_three_zones(),
+            zones: &[],
+            address_type: AddressType::IPv6,
+            event: (
+                DISABLED,
+                "Insufficient number of endpoints (0 endpoints, 3 zones), addressType: IPv6",
+            ),
+            hints: &[],
+        },
+        Case {
+            behaviour: "a node without a zone is insufficient node information",
+            cache: cache(&[("a", "za", 1000), ("b", "", 1000)]),
+            zones: &["za"],
+            address_type: AddressType::IPv4,
+            event: (
+                DISABLED,
+                "Insufficient Node information: allocatable CPU or zone not specified on one or \
+                 more nodes, addressType: IPv4",
+            ),
+            hints: &[],
+        },
+        Case {
+            behaviour: "a cache that has seen no node yet has nodes ready in one zone only",
+            cache: TopologyCache::default(),
+            zones: &["za"],
+            address_type: AddressType::IPv4,
+            event: (DISABLED, "Nodes only ready in one zone, addressType: IPv4"),
+            hints: &[],
+        },
+    ];
+    for mut case in cases {
+        let mut s = sets(case.zones);
+        let events = case.cache.add_hints(&key(), case.address_type, &mut s);
+        let events: Vec<(&str, &str)> = events
+            .iter()
+            .map(|e| (e.reason.as_str(), e.message.as_str()))
+            .collect();
+        assert_eq!(events, vec![case.event], "{}", case.behaviour);
+        let want: BTreeMap<&str, usize> = case.hints.iter().copied().collect();
+        assert_eq!(hint_counts(&s), want, "{}", case.behaviour);
+    }
 }
 
 #[test]
@@ -167,7 +193,7 @@ fn wrong_existing_hints_are_corrected_with_minimal_updates() {
     assert_eq!(s.update.len(), 1);
     assert_eq!(
         hint_counts(&s),
-        [("za".into(), 1), ("zb".into(), 1), ("zc".into(), 1)].into()
+        BTreeMap::from([("za", 1), ("zb", 1), ("zc", 1)])
     );
 }
 
