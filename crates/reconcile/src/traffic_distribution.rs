@@ -99,13 +99,19 @@ mod tests {
         s
     }
 
-    #[test]
-    fn prefer_close_hints_the_endpoints_zone() {
+    /// These slices being created, their hints reconciled for the trafficDistribution `value`.
+    fn hinted_creates(value: Option<&str>, create: Vec<EndpointSlice>) -> SliceSets {
         let mut sets = SliceSets {
-            create: vec![slice(Some("z1"), true)],
+            create,
             ..Default::default()
         };
-        reconcile_hints(Some(PREFER_CLOSE), &mut sets);
+        reconcile_hints(value, &mut sets);
+        sets
+    }
+
+    #[test]
+    fn prefer_close_hints_the_endpoints_zone() {
+        let sets = hinted_creates(Some(PREFER_CLOSE), vec![slice(Some("z1"), true)]);
         let hints = sets.create[0].endpoints[0].hints.clone().unwrap();
         assert_eq!(hints.for_zones.unwrap()[0].name, "z1");
         assert_eq!(hints.for_nodes, None);
@@ -113,11 +119,10 @@ mod tests {
 
     #[test]
     fn prefer_same_node_adds_node_hints_with_and_without_zone() {
-        let mut sets = SliceSets {
-            create: vec![slice(Some("z1"), true), slice(None, true)],
-            ..Default::default()
-        };
-        reconcile_hints(Some(PREFER_SAME_NODE), &mut sets);
+        let sets = hinted_creates(
+            Some(PREFER_SAME_NODE),
+            vec![slice(Some("z1"), true), slice(None, true)],
+        );
         let with_zone = sets.create[0].endpoints[0].hints.clone().unwrap();
         assert_eq!(with_zone.for_nodes.unwrap()[0].name, "n1");
         let without_zone = sets.create[1].endpoints[0].hints.clone().unwrap();
@@ -127,11 +132,7 @@ mod tests {
 
     #[test]
     fn not_ready_endpoints_are_left_alone() {
-        let mut sets = SliceSets {
-            create: vec![slice(Some("z1"), false)],
-            ..Default::default()
-        };
-        reconcile_hints(Some(PREFER_CLOSE), &mut sets);
+        let sets = hinted_creates(Some(PREFER_CLOSE), vec![slice(Some("z1"), false)]);
         assert_eq!(sets.create[0].endpoints[0].hints, None);
     }
 

@@ -192,23 +192,26 @@ mod tests {
         let current = new_mirrored_slice(&ep, &[], AddressType::IPv4, Some("ext-1".into()));
         assert!(!metadata_drifted(&current, &ep));
 
-        let mut label_changed = current.clone();
-        label_changed
-            .metadata
-            .labels
-            .as_mut()
-            .unwrap()
-            .insert("team".into(), "web".into());
-        assert!(metadata_drifted(&label_changed, &ep));
-
-        let mut extra_annotation = current.clone();
-        extra_annotation
-            .metadata
-            .annotations
-            .as_mut()
-            .unwrap()
-            .insert("added-by-hand".into(), "x".into());
-        assert!(metadata_drifted(&extra_annotation, &ep));
+        type Edit = (&'static str, fn(&mut ObjectMeta));
+        let edits: [Edit; 2] = [
+            ("a mirrored label changed", |m| {
+                m.labels
+                    .as_mut()
+                    .unwrap()
+                    .insert("team".into(), "web".into());
+            }),
+            ("an annotation added by hand", |m| {
+                m.annotations
+                    .as_mut()
+                    .unwrap()
+                    .insert("added-by-hand".into(), "x".into());
+            }),
+        ];
+        for (behaviour, edit) in edits {
+            let mut drifted = current.clone();
+            edit(&mut drifted.metadata);
+            assert!(metadata_drifted(&drifted, &ep), "{behaviour}");
+        }
 
         let bare = endpoints("ext").build();
         let mut no_maps = new_mirrored_slice(&bare, &[], AddressType::IPv4, Some("ext-1".into()));

@@ -1,5 +1,5 @@
 use super::*;
-use crate::testing::{pod, service, service_port, ts};
+use crate::testing::{pod, service, service_port, ts, PodBuilder};
 
 fn plan(svc: &ServiceInfo, pods: &[PodInfo], current: Option<&Endpoints>) -> EndpointsPlan {
     let pods: Vec<&PodInfo> = pods.iter().collect();
@@ -24,6 +24,21 @@ fn web() -> ServiceInfo {
         .build()
 }
 
+/// Headless Service `web` with port `http` 80.
+fn headless_web() -> ServiceInfo {
+    service("web")
+        .cluster_ip("None")
+        .port(service_port("http", 80))
+        .build()
+}
+
+/// Pods `<prefix>0`, `<prefix>1`, … with IPs from `10.<subnet>.0.0` up, to finish building.
+fn numbered_pods(prefix: &str, subnet: usize, n: usize) -> impl Iterator<Item = PodBuilder> + '_ {
+    (0..n).map(move |i| {
+        pod(&format!("{prefix}{i}")).ip(&format!("10.{subnet}.{}.{}", i / 250, i % 250))
+    })
+}
+
 #[test]
 fn ready_and_not_ready_pods_are_split() {
     let pods = vec![
@@ -39,17 +54,13 @@ fn ready_and_not_ready_pods_are_split() {
 
 #[test]
 fn addresses_carry_node_target_ref_and_hostname() {
-    let svc = service("web")
-        .cluster_ip("None")
-        .port(service_port("http", 80))
-        .build();
     let pods = vec![pod("a")
         .ip("10.0.0.1")
         .ready(true)
         .node("n1")
         .hostname("a", "web")
         .build()];
-    let e = object(&plan(&svc, &pods, None));
+    let e = object(&plan(&headless_web(), &pods, None));
     let a = &e.subsets.unwrap()[0].addresses.clone().unwrap()[0];
     assert_eq!(a.node_name.as_deref(), Some("n1"));
     assert_eq!(a.hostname.as_deref(), Some("a"));
@@ -76,17 +87,13 @@ fn failed_and_succeeded_pods_are_left_out() {
 
 #[test]
 fn pods_in_other_namespaces_are_the_callers_business_but_hostname_needs_same_namespace() {
-    let svc = service("web")
-        .cluster_ip("None")
-        .port(service_port("http", 80))
-        .build();
     let pods = vec![pod("a")
         .ns("other")
         .ip("10.0.0.1")
         .ready(true)
         .hostname("a", "web")
         .build()];
-    let e = object(&plan(&svc, &pods, None));
+    let e = object(&plan(&headless_web(), &pods, None));
     assert_eq!(
         e.subsets.unwrap()[0].addresses.clone().unwrap()[0].hostname,
         None
@@ -255,13 +262,9 @@ fn changes_update_the_existing_object_keeping_its_resource_version() {
 
 #[test]
 fn over_capacity_is_truncated_and_annotated_then_cleared() {
-    let pods: Vec<PodInfo> = (0..1100)
-        .map(|i| {
-            pod(&format!("p{i}"))
-                .ip(&format!("10.1.{}.{}", i / 250, i % 250))
-                .ready(i % 2 == 0)
-                .build()
-        })
+    let pods: Vec<PodInfo> = numbered_pods("p", 1, 1100)
+        .enumerate()
+        .map(|(i, p)| p.ready(i % 2 == 0).build())
         .collect();
     let e = object(&plan(&web(), &pods, None));
     assert_eq!(
@@ -287,23 +290,10 @@ fn truncation_over_several_subsets_uses_proportional_shares() {
     let svc = service("web")
         .port(service_port("http", 80).named("http"))
         .build();
-    let mut pods = Vec::new();
-    for i in 0..700 {
-        pods.push(
-            pod(&format!("a{i}"))
-                .ip(&format!("10.1.{}.{}", i / 250, i % 250))
-                .port("http", "TCP", 8080)
-                .build(),
-        );
-    }
-    for i in 0..400 {
-        pods.push(
-            pod(&format!("b{i}"))
-                .ip(&format!("10.2.{}.{}", i / 250, i % 250))
-                .port("http", "TCP", 8081)
-                .build(),
-        );
-    }
+    let pods: Vec<PodInfo> = numbered_pods("a", 1, 700)
+        .map(|p| p.port("http", "TCP", 8080).build())
+        .chain(numbered_pods("b", 2, 400).map(|p| p.port("http", "TCP", 8081).build()))
+        .collect();
     let e = object(&plan(&svc, &pods, None));
     let mut counts: Vec<usize> = e
         .subsets

@@ -64,7 +64,12 @@ fn names(slices: &[Arc<EndpointSlice>]) -> Vec<&str> {
 }
 
 fn db(ips_ready: &[&str], ips_not_ready: &[&str]) -> EndpointsBuilder {
-    let mut s = subset().port("http", 8080);
+    db_on_port(8080, ips_ready, ips_not_ready)
+}
+
+/// Endpoints `ext` labelled `team=db`, one subset of these addresses on port `http`.
+fn db_on_port(port: i32, ips_ready: &[&str], ips_not_ready: &[&str]) -> EndpointsBuilder {
+    let mut s = subset().port("http", port);
     for ip in ips_ready {
         s = s.ready(ip);
     }
@@ -72,6 +77,23 @@ fn db(ips_ready: &[&str], ips_not_ready: &[&str]) -> EndpointsBuilder {
         s = s.not_ready(ip);
     }
     endpoints("ext").label("team", "db").subset(s)
+}
+
+/// Endpoints `ext` with a subset on `http` (port 80) and one on `dns` (port 53).
+fn http_and_dns(http_ip: &str, dns_ip: &str) -> Endpoints {
+    endpoints("ext")
+        .subset(subset().ready(http_ip).port("http", 80))
+        .subset(subset().ready(dns_ip).port("dns", 53))
+        .build()
+}
+
+/// The plan's one write, an update of the slice `ext-1`.
+fn only_update_of_ext_1(p: &MirroringPlan) -> &EndpointSlice {
+    assert!(p.create.is_empty() && p.delete.is_empty());
+    assert_eq!(p.update.len(), 1);
+    let slice = &p.update[0];
+    assert_eq!(slice.metadata.name.as_deref(), Some("ext-1"));
+    slice
 }
 
 #[test]
@@ -174,11 +196,7 @@ fn address_types_come_from_each_ip_and_get_a_slice_each() {
 
 #[test]
 fn each_subset_with_its_own_ports_gets_its_own_slice() {
-    let ep = endpoints("ext")
-        .subset(subset().ready("10.0.0.1").port("http", 80))
-        .subset(subset().ready("10.0.0.2").port("dns", 53))
-        .build();
-    let p = plan(&ep, &[]);
+    let p = plan(&http_and_dns("10.0.0.1", "10.0.0.2"), &[]);
     let mut got: Vec<(Option<String>, Vec<&str>)> = p
         .create
         .iter()
@@ -220,10 +238,7 @@ fn corpus_case_adding_an_address_updates_the_one_mirrored_slice() {
     )
     .build();
     let p = plan(&after, &existing);
-    assert!(p.create.is_empty() && p.delete.is_empty());
-    assert_eq!(p.update.len(), 1);
-    let slice = &p.update[0];
-    assert_eq!(slice.metadata.name.as_deref(), Some("ext-1"));
+    let slice = only_update_of_ext_1(&p);
     assert_eq!(slice.endpoints.len(), 6);
     assert!(ips(slice).contains(&"192.168.0.50"));
     let figures = p.figures.unwrap();
@@ -339,26 +354,16 @@ fn extra_slices_of_a_group_are_deleted_and_the_first_by_name_is_kept() {
 #[test]
 fn changed_ports_recycle_the_old_slice_instead_of_create_and_delete() {
     let existing = mirrored(&db(&["10.0.0.1"], &[]).build());
-    let moved = endpoints("ext")
-        .label("team", "db")
-        .subset(subset().ready("10.0.0.1").port("http", 9090))
-        .build();
+    let moved = db_on_port(9090, &["10.0.0.1"], &[]).build();
     let p = plan(&moved, &existing);
-    assert!(p.create.is_empty() && p.delete.is_empty());
-    assert_eq!(p.update.len(), 1);
-    let slice = &p.update[0];
-    assert_eq!(slice.metadata.name.as_deref(), Some("ext-1"));
+    let slice = only_update_of_ext_1(&p);
     assert_eq!(slice.ports.as_ref().unwrap()[0].port, Some(9090));
 }
 
 #[test]
 fn slices_are_never_recycled_across_address_types() {
     let existing = mirrored(&db(&["10.0.0.1"], &[]).build());
-    let v6 = endpoints("ext")
-        .label("team", "db")
-        .subset(subset().ready("fd00::1").port("http", 8080))
-        .build();
-    let p = plan(&v6, &existing);
+    let p = plan(&db(&["fd00::1"], &[]).build(), &existing);
     assert_eq!(p.create.len(), 1);
     assert_eq!(p.create[0].address_type, "IPv6");
     assert_eq!(names(&p.delete), vec!["ext-1"]);
@@ -490,11 +495,7 @@ fn cap_event_counts_invalid_addresses_among_the_skipped_as_upstream_does() {
 fn writes_are_planned_as_creates_then_updates_then_deletes() {
     // One group updated (http), one created (IPv6 of http), one deleted (dns, whose IPv4 slice
     // is recycled by nothing since no IPv4 slice is created).
-    let before = endpoints("ext")
-        .subset(subset().ready("10.0.0.1").port("http", 80))
-        .subset(subset().ready("10.0.0.9").port("dns", 53))
-        .build();
-    let existing = mirrored(&before);
+    let existing = mirrored(&http_and_dns("10.0.0.1", "10.0.0.9"));
     let after = endpoints("ext")
         .subset(
             subset()
