@@ -1,11 +1,13 @@
-//! Inputs shared by the benchmarks: a Service, its pods spread over three zoned nodes, and
-//! a way to turn a plan's creates into the existing slices of the next sync.
+//! Inputs shared by the benchmarks: a Service, its pods spread over three zoned nodes, the
+//! nodes and topology a slice sync is given, and a way to turn a plan's creates into the
+//! existing slices of the next sync.
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::projection::{NodeInfo, PodInfo, ServiceInfo};
-use reconcile::slice::SlicePlan;
+use reconcile::slice::{SlicePlan, DEFAULT_MAX_ENDPOINTS_PER_SLICE};
 use reconcile::testing::{node, pod, service, service_port, ts};
-use reconcile::Timestamp;
+use reconcile::topology::TopologyCache;
+use reconcile::{plan_slices, SliceInput, Timestamp};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +36,41 @@ pub fn nodes() -> BTreeMap<String, NodeInfo> {
         .zip(ZONES)
         .map(|(name, zone)| (name.to_string(), node(name, zone, 4000)))
         .collect()
+}
+
+/// The three nodes of [`nodes`] and a topology cache that has seen them: what a slice sync
+/// is given besides the Service, its pods and its slices.
+pub struct Cluster {
+    nodes: BTreeMap<String, NodeInfo>,
+    topology: TopologyCache,
+}
+
+impl Cluster {
+    /// The three nodes, their CPU shares known to the topology cache.
+    pub fn new() -> Self {
+        let nodes = nodes();
+        let mut topology = TopologyCache::default();
+        topology.set_nodes(nodes.values());
+        Self { nodes, topology }
+    }
+
+    /// One slice sync of `service` at the [`trigger`] time, default slice size.
+    pub fn plan_slices(
+        &mut self,
+        service: &ServiceInfo,
+        pods: &[&PodInfo],
+        existing: &[Arc<EndpointSlice>],
+    ) -> SlicePlan {
+        let input = SliceInput {
+            service,
+            pods,
+            existing,
+            nodes: &self.nodes,
+            trigger_time: Some(trigger()),
+            max_endpoints_per_slice: DEFAULT_MAX_ENDPOINTS_PER_SLICE,
+        };
+        plan_slices(&input, &mut self.topology)
+    }
 }
 
 /// A ClusterIP Service `web` with one port, 80 → 8080.

@@ -4,34 +4,48 @@
 //! 100 ready pods on three zoned nodes writes (one slice of 100 endpoints, one Endpoints
 //! object of 100 addresses); `clone` is a deep copy of the same object, for scale.
 
-use crate::common::{created_slices, nodes, ready_pods, trigger, web_service};
-use criterion::Criterion;
+use crate::common::{created_slices, ready_pods, trigger, web_service, Cluster};
+use criterion::measurement::WallTime;
+use criterion::{BatchSize, BenchmarkGroup, Criterion};
 use reconcile::endpoints::EndpointsAction;
 use reconcile::projection::{PodInfo, StoredEndpoints, StoredSlice};
 use reconcile::slice::DEFAULT_MAX_ENDPOINTS_PER_SLICE;
-use reconcile::topology::TopologyCache;
-use reconcile::{plan_endpoints, plan_slices, EndpointsInput, SliceInput};
+use reconcile::{plan_endpoints, EndpointsInput};
+use std::fmt::Debug;
 use std::hint::black_box;
+
+/// An object's three costs, as `<kind>/clone`, `<kind>/store` and `<kind>/rebuild`, after
+/// checking that its stored form rebuilds it unchanged.
+fn bench_stored_form<T: Clone + PartialEq + Debug, S>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    kind: &str,
+    object: &T,
+    store: impl Fn(T) -> S,
+    rebuild: impl Fn(&S) -> T,
+) {
+    let stored = store(object.clone());
+    assert_eq!(&rebuild(&stored), object);
+    group.bench_function(format!("{kind}/clone"), |b| {
+        b.iter(|| black_box(object).clone())
+    });
+    group.bench_function(format!("{kind}/store"), |b| {
+        b.iter_batched(
+            || object.clone(),
+            |o| store(black_box(o)),
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function(format!("{kind}/rebuild"), |b| {
+        b.iter(|| rebuild(black_box(&stored)))
+    });
+}
 
 pub fn bench_stored_objects(c: &mut Criterion) {
     let service = web_service();
-    let nodes = nodes();
-    let mut topology = TopologyCache::default();
-    topology.set_nodes(nodes.values());
     let pods = ready_pods(DEFAULT_MAX_ENDPOINTS_PER_SLICE);
     let pod_refs: Vec<&PodInfo> = pods.iter().collect();
 
-    let plan = plan_slices(
-        &SliceInput {
-            service: &service,
-            pods: &pod_refs,
-            existing: &[],
-            nodes: &nodes,
-            trigger_time: Some(trigger()),
-            max_endpoints_per_slice: DEFAULT_MAX_ENDPOINTS_PER_SLICE,
-        },
-        &mut topology,
-    );
+    let plan = Cluster::new().plan_slices(&service, &pod_refs, &[]);
     let slices = created_slices(&plan);
     assert_eq!(slices.len(), 1);
     let slice = (*slices[0]).clone();
@@ -46,35 +60,20 @@ pub fn bench_stored_objects(c: &mut Criterion) {
         panic!("no Endpoints object to create");
     };
 
-    let stored_slice = StoredSlice::new(slice.clone());
-    assert_eq!(stored_slice.to_slice(), slice);
-    let stored_endpoints = StoredEndpoints::new(endpoints.clone());
-    assert_eq!(stored_endpoints.to_endpoints(), endpoints);
-
     let mut group = c.benchmark_group("stored_objects/100_endpoints");
-    group.bench_function("slice/clone", |b| b.iter(|| black_box(&slice).clone()));
-    group.bench_function("slice/store", |b| {
-        b.iter_batched(
-            || slice.clone(),
-            |s| StoredSlice::new(black_box(s)),
-            criterion::BatchSize::SmallInput,
-        )
-    });
-    group.bench_function("slice/rebuild", |b| {
-        b.iter(|| black_box(&stored_slice).to_slice())
-    });
-    group.bench_function("endpoints/clone", |b| {
-        b.iter(|| black_box(&endpoints).clone())
-    });
-    group.bench_function("endpoints/store", |b| {
-        b.iter_batched(
-            || endpoints.clone(),
-            |e| StoredEndpoints::new(black_box(e)),
-            criterion::BatchSize::SmallInput,
-        )
-    });
-    group.bench_function("endpoints/rebuild", |b| {
-        b.iter(|| black_box(&stored_endpoints).to_endpoints())
-    });
+    bench_stored_form(
+        &mut group,
+        "slice",
+        &slice,
+        StoredSlice::new,
+        StoredSlice::to_slice,
+    );
+    bench_stored_form(
+        &mut group,
+        "endpoints",
+        &endpoints,
+        StoredEndpoints::new,
+        StoredEndpoints::to_endpoints,
+    );
     group.finish();
 }
