@@ -14,6 +14,13 @@ pub fn label_map(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, S
         .collect()
 }
 
+/// Decodes an API object from the text of `value`, as the informer decodes what the API server
+/// sends: lists grown as they are read, not sized exactly as `serde_json::from_value` leaves
+/// them. Panics when the literal does not decode (tests only).
+pub fn decoded<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> T {
+    serde_json::from_str(&value.to_string()).expect("test object literal")
+}
+
 /// Parses an RFC 3339 timestamp; panics on a bad literal (tests only).
 pub fn ts(s: &str) -> Timestamp {
     s.parse().expect("test timestamp literal")

@@ -1,6 +1,7 @@
 //! One test per rule: each fails if its rule is dropped or loosened.
 
 use super::*;
+use crate::testing::decoded;
 use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::{json, Value};
@@ -58,10 +59,6 @@ fn endpoints(subsets: &[&[&str]]) -> Value {
     })
 }
 
-fn typed<T: serde::de::DeserializeOwned>(v: Value) -> T {
-    serde_json::from_value(v).unwrap()
-}
-
 /// A side: its Endpoints, slices and events.
 #[derive(Default, Clone)]
 struct Side {
@@ -73,19 +70,19 @@ struct Side {
 impl Side {
     fn new(endpoints: Vec<Value>, slices: Vec<Value>) -> Self {
         Self {
-            endpoints: endpoints.into_iter().map(typed).collect(),
+            endpoints: endpoints.into_iter().map(decoded).collect(),
             ..Self::slices(slices)
         }
     }
     fn slices(slices: Vec<Value>) -> Self {
         Self {
-            slices: slices.into_iter().map(typed).collect(),
+            slices: slices.into_iter().map(decoded).collect(),
             ..Self::default()
         }
     }
     fn endpoints(endpoints: Vec<Value>) -> Self {
         Self {
-            endpoints: endpoints.into_iter().map(typed).collect(),
+            endpoints: endpoints.into_iter().map(decoded).collect(),
             ..Self::default()
         }
     }
@@ -502,7 +499,7 @@ fn each_side_is_named_by_its_own_label() {
     );
     let mut ours = theirs.clone();
     ours.endpoints[0].metadata.name = Some("gone".into());
-    ours.slices = vec![typed(slice("a", &["10.0.0.1", "10.0.0.3"]))];
+    ours.slices = vec![decoded(slice("a", &["10.0.0.1", "10.0.0.3"]))];
     let sides = Sides {
         ours: "after faults",
         theirs: "plan",

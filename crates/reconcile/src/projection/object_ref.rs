@@ -22,30 +22,19 @@ pub struct CompactRef {
 
 impl CompactRef {
     /// Takes a reference apart.
-    pub fn new(reference: ObjectReference) -> Self {
-        let ObjectReference {
-            api_version,
-            field_path,
-            kind,
-            name,
-            namespace,
-            resource_version,
-            uid,
-        } = reference;
-        let rest = (api_version.is_some() || field_path.is_some() || resource_version.is_some())
-            .then(|| {
-                Box::new(ObjectReference {
-                    api_version,
-                    field_path,
-                    resource_version,
-                    ..ObjectReference::default()
-                })
-            });
+    pub fn new(mut reference: ObjectReference) -> Self {
+        let kind = compact(reference.kind.take());
+        let namespace = compact(reference.namespace.take());
+        let name = compact(reference.name.take());
+        let uid = compact(reference.uid.take());
+        // What is left is apiVersion, fieldPath and resourceVersion: boxed whole when any is
+        // set, so that a field the type may gain is kept too.
+        let rest = (reference != ObjectReference::default()).then(|| Box::new(reference));
         Self {
-            kind: compact(kind),
-            namespace: compact(namespace),
-            name: compact(name),
-            uid: compact(uid),
+            kind,
+            namespace,
+            name,
+            uid,
             rest,
         }
     }

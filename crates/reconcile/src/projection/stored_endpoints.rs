@@ -113,35 +113,32 @@ impl StoredAddress {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::decoded;
     use serde_json::json;
 
     /// An Endpoints object with every field set, unset and set to empty values, decoded from
     /// text as the informer decodes it.
     fn every_field() -> Endpoints {
-        serde_json::from_str(
-            &json!({
-                "metadata": {"name": "web", "namespace": "shop", "resourceVersion": "9",
-                    "labels": {"endpoints.kubernetes.io/managed-by": "endpoint-controller"},
-                    "annotations": {"endpoints.kubernetes.io/last-change-trigger-time":
-                        "2026-01-01T00:00:00Z"}},
-                "subsets": [
-                    {"addresses": [
-                        {"ip": "10.0.0.1", "nodeName": "node-1", "targetRef": {"kind": "Pod",
-                            "namespace": "shop", "name": "web-0",
-                            "uid": "0b0c8e2c-4a43-4b6c-9d5e-2b8f0a6e7d11"}},
-                        {"ip": "10.0.0.2", "hostname": "web-1", "targetRef": {"kind": "Pod",
-                            "name": "web-1", "resourceVersion": "12", "apiVersion": "v1",
-                            "fieldPath": "spec"}}],
-                     "notReadyAddresses": [{"ip": "10.0.0.3", "nodeName": "", "hostname": ""}],
-                     "ports": [{"name": "http", "port": 80, "protocol": "TCP",
-                                "appProtocol": "http"}]},
-                    {"addresses": [], "ports": []},
-                    {}
-                ]
-            })
-            .to_string(),
-        )
-        .unwrap()
+        decoded(json!({
+            "metadata": {"name": "web", "namespace": "shop", "resourceVersion": "9",
+                "labels": {"endpoints.kubernetes.io/managed-by": "endpoint-controller"},
+                "annotations": {"endpoints.kubernetes.io/last-change-trigger-time":
+                    "2026-01-01T00:00:00Z"}},
+            "subsets": [
+                {"addresses": [
+                    {"ip": "10.0.0.1", "nodeName": "node-1", "targetRef": {"kind": "Pod",
+                        "namespace": "shop", "name": "web-0",
+                        "uid": "0b0c8e2c-4a43-4b6c-9d5e-2b8f0a6e7d11"}},
+                    {"ip": "10.0.0.2", "hostname": "web-1", "targetRef": {"kind": "Pod",
+                        "name": "web-1", "resourceVersion": "12", "apiVersion": "v1",
+                        "fieldPath": "spec"}}],
+                 "notReadyAddresses": [{"ip": "10.0.0.3", "nodeName": "", "hostname": ""}],
+                 "ports": [{"name": "http", "port": 80, "protocol": "TCP",
+                            "appProtocol": "http"}]},
+                {"addresses": [], "ports": []},
+                {}
+            ]
+        }))
     }
 
     #[test]

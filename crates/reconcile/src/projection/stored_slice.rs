@@ -153,46 +153,43 @@ fn fit_hints(mut hints: EndpointHints) -> EndpointHints {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::decoded;
     use serde_json::json;
 
     /// A slice with every field an endpoint can carry, set, unset and set to empty values,
     /// decoded from text as the informer decodes it.
     fn every_field() -> EndpointSlice {
-        serde_json::from_str(
-            &json!({
-                "metadata": {
-                    "name": "web-abcde", "namespace": "shop", "generation": 3,
-                    "resourceVersion": "812", "uid": "5e7ab1f2-0000-4000-8000-000000000001",
-                    "labels": {"kubernetes.io/service-name": "web"},
-                    "annotations": {"a": "b"},
-                    "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web",
-                        "uid": "u", "controller": true, "blockOwnerDeletion": true}]
-                },
-                "addressType": "IPv4",
-                "ports": [{"name": "http", "port": 80, "protocol": "TCP", "appProtocol": "h2c"},
-                          {"name": "", "port": 53, "protocol": "UDP"}],
-                "endpoints": [
-                    {"addresses": ["10.0.0.1"],
-                     "conditions": {"ready": true, "serving": true, "terminating": false},
-                     "nodeName": "node-1", "zone": "zone-a",
-                     "targetRef": {"kind": "Pod", "namespace": "shop", "name": "web-0",
-                         "uid": "0b0c8e2c-4a43-4b6c-9d5e-2b8f0a6e7d11"}},
-                    {"addresses": ["10.0.0.2", "10.0.0.3"],
-                     "conditions": {"ready": false},
-                     "hostname": "web-1",
-                     "hints": {"forZones": [{"name": "zone-a"}, {"name": "zone-b"}],
-                               "forNodes": [{"name": "node-2"}]},
-                     "deprecatedTopology": {"kubernetes.io/hostname": "node-2"},
-                     "targetRef": {"apiVersion": "v1", "kind": "Pod", "name": "a-name-longer-than-twenty-four-bytes",
-                         "resourceVersion": "77", "fieldPath": "spec"}},
-                    {"addresses": ["10.0.0.4"], "conditions": {}, "nodeName": "", "zone": "",
-                     "targetRef": {}},
-                    {"addresses": []}
-                ]
-            })
-            .to_string(),
-        )
-        .unwrap()
+        decoded(json!({
+            "metadata": {
+                "name": "web-abcde", "namespace": "shop", "generation": 3,
+                "resourceVersion": "812", "uid": "5e7ab1f2-0000-4000-8000-000000000001",
+                "labels": {"kubernetes.io/service-name": "web"},
+                "annotations": {"a": "b"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web",
+                    "uid": "u", "controller": true, "blockOwnerDeletion": true}]
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP", "appProtocol": "h2c"},
+                      {"name": "", "port": 53, "protocol": "UDP"}],
+            "endpoints": [
+                {"addresses": ["10.0.0.1"],
+                 "conditions": {"ready": true, "serving": true, "terminating": false},
+                 "nodeName": "node-1", "zone": "zone-a",
+                 "targetRef": {"kind": "Pod", "namespace": "shop", "name": "web-0",
+                     "uid": "0b0c8e2c-4a43-4b6c-9d5e-2b8f0a6e7d11"}},
+                {"addresses": ["10.0.0.2", "10.0.0.3"],
+                 "conditions": {"ready": false},
+                 "hostname": "web-1",
+                 "hints": {"forZones": [{"name": "zone-a"}, {"name": "zone-b"}],
+                           "forNodes": [{"name": "node-2"}]},
+                 "deprecatedTopology": {"kubernetes.io/hostname": "node-2"},
+                 "targetRef": {"apiVersion": "v1", "kind": "Pod", "name": "a-name-longer-than-twenty-four-bytes",
+                     "resourceVersion": "77", "fieldPath": "spec"}},
+                {"addresses": ["10.0.0.4"], "conditions": {}, "nodeName": "", "zone": "",
+                 "targetRef": {}},
+                {"addresses": []}
+            ]
+        }))
     }
 
     #[test]
