@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use apiserver::FaultResponse;
+use apiserver::{ApiServer, FaultResponse};
 use controller::service_accounts::Identity;
 use controller::{Clients, Options};
 use reconcile::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_CONTROLLER_NAME};
@@ -55,10 +55,10 @@ struct ServiceAccountRun {
 
 impl ServiceAccountRun {
     /// `prepare` sets the server up (a token lifetime, faults) before the clients are built.
-    async fn start(prepare: impl FnOnce(&TestCluster)) -> anyhow::Result<Self> {
+    async fn start(prepare: impl FnOnce(&ApiServer)) -> anyhow::Result<Self> {
         let cluster = TestCluster::start().await;
         cluster.server.record_requests(true);
-        prepare(&cluster);
+        prepare(&cluster.server);
         let (clients, over_tcp) = cluster.service_account_clients().await?;
         let controllers = cluster.run_controllers_with(options(), clients).await;
         cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
@@ -129,10 +129,8 @@ async fn a_controller_that_spent_its_budget_does_not_hold_back_another_controlle
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go_on(
 ) -> anyhow::Result<()> {
-    let run = ServiceAccountRun::start(|cluster| {
-        cluster
-            .server
-            .set_token_lifetime_cap(Some(Duration::from_secs(2)));
+    let run = ServiceAccountRun::start(|server| {
+        server.set_token_lifetime_cap(Some(Duration::from_secs(2)));
     })
     .await?;
     let cluster = &run.cluster;
@@ -183,8 +181,8 @@ async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_rights_to_mint_tokens_every_controller_acts_as_the_kubeconfig_identity(
 ) -> anyhow::Result<()> {
-    let run = ServiceAccountRun::start(|cluster| {
-        cluster
+    let run = ServiceAccountRun::start(|server| {
+        server
             .faults()
             .fail_with("*", "serviceaccounts", 1.0, FaultResponse::Forbidden);
     })
