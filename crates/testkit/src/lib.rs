@@ -14,6 +14,8 @@
 pub mod build;
 pub mod cluster;
 pub mod inspect;
+pub mod mirroring;
+pub mod replica;
 pub mod server;
 pub mod wait;
 

@@ -8,15 +8,16 @@
 //! With `--use-service-account-credentials` the clients carry a ServiceAccount's token each,
 //! which they renew when the API server stops accepting it.
 
+use std::time::Duration;
+
+use apiserver::{ApiServer, FaultResponse};
+use controller::service_accounts::Identity;
 use controller::{Clients, Options};
-use k8s_openapi::api::core::v1::Endpoints;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{ListParams, PostParams};
-use reconcile::labels::{
-    MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY,
+use reconcile::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_CONTROLLER_NAME};
+use testkit::mirroring::{hand_written, slices_managed_by};
+use testkit::{
+    eventually, options, pod_names, pretty, service, web_pod, Controllers, OverTcp, TestCluster,
 };
-use serde_json::json;
-use testkit::{eventually, options, pretty, service, TestCluster};
 
 const NS: &str = "default";
 /// Services the EndpointSlice controller must write a slice for.
@@ -25,23 +26,10 @@ const SERVICES: usize = 20;
 /// the rest of the test.
 const STALLED_QPS: f64 = 0.001;
 
-/// The slices in the namespace managed by `controller`.
-async fn slices_managed_by(
-    cluster: &TestCluster,
-    controller: &str,
-) -> anyhow::Result<Vec<EndpointSlice>> {
-    let selector = format!("{SLICE_MANAGED_BY}={controller}");
-    Ok(cluster
-        .slices(NS)
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items)
-}
-
 /// Waits until `controller` manages exactly `count` slices in the namespace.
 async fn wait_for_managed_count(cluster: &TestCluster, controller: &str, count: usize) {
     eventually(&format!("{count} slices managed by {controller}"), || {
-        let listed = slices_managed_by(cluster, controller);
+        let listed = slices_managed_by(cluster, NS, controller);
         async move {
             let slices = listed.await.map_err(|e| e.to_string())?;
             if slices.len() == count {
@@ -52,6 +40,37 @@ async fn wait_for_managed_count(cluster: &TestCluster, controller: &str, count: 
         }
     })
     .await;
+}
+
+/// A cluster, its request log on, whose controllers run on clients built as
+/// `--use-service-account-credentials=true` builds them and have published the first pod of
+/// the `web` Service.
+struct ServiceAccountRun {
+    cluster: TestCluster,
+    /// Never stopped: the test's runtime ends them.
+    _controllers: Controllers,
+    /// Serves the cluster to the clients until dropped.
+    _over_tcp: OverTcp,
+}
+
+impl ServiceAccountRun {
+    /// `prepare` sets the server up (a token lifetime, faults) before the clients are built.
+    async fn start(prepare: impl FnOnce(&ApiServer)) -> anyhow::Result<Self> {
+        let cluster = TestCluster::start().await;
+        cluster.server.record_requests(true);
+        prepare(&cluster.server);
+        let (clients, over_tcp) = cluster.service_account_clients().await?;
+        let controllers = cluster.run_controllers_with(options(), clients).await;
+        cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
+        cluster
+            .wait_for_slices(NS, "web", "one pod", |s| pod_names(s) == ["web-1"])
+            .await;
+        Ok(Self {
+            cluster,
+            _controllers: controllers,
+            _over_tcp: over_tcp,
+        })
+    }
 }
 
 #[tokio::test]
@@ -91,27 +110,16 @@ async fn a_controller_that_spent_its_budget_does_not_hold_back_another_controlle
 
     // Now the mirroring controller has work: it spends its own token at once. On a shared
     // budget its write would queue behind the EndpointSlice controller's.
-    cluster
-        .create_service(&service("ext").port("db", 9000, 9000))
-        .await?;
-    let endpoints: Endpoints = serde_json::from_value(json!({
-        "metadata": {"name": "ext", "namespace": NS},
-        "subsets": [{
-            "addresses": [{"ip": "10.1.0.1"}],
-            "ports": [{"name": "db", "port": 9000, "protocol": "TCP"}],
-        }],
-    }))?;
-    cluster
-        .endpoints(NS)
-        .create(&PostParams::default(), &endpoints)
-        .await?;
+    let ext = hand_written("ext").address("10.1.0.1").port("db", 9000);
+    ext.create_service(&cluster).await?;
+    ext.create_endpoints(&cluster).await?;
     wait_for_managed_count(&cluster, MIRRORING_CONTROLLER_NAME, 1).await;
-    let mirrored = slices_managed_by(&cluster, MIRRORING_CONTROLLER_NAME).await?;
+    let mirrored = slices_managed_by(&cluster, NS, MIRRORING_CONTROLLER_NAME).await?;
     let labels = mirrored[0].metadata.labels.clone().unwrap_or_default();
     assert_eq!(labels.get(SERVICE_NAME).map(String::as_str), Some("ext"));
 
     // ... while the EndpointSlice controller still has all but one of its writes queued.
-    let written = slices_managed_by(&cluster, SLICE_CONTROLLER_NAME).await?;
+    let written = slices_managed_by(&cluster, NS, SLICE_CONTROLLER_NAME).await?;
     assert_eq!(written.len(), 1, "{}", pretty(&written));
     Ok(())
 }
@@ -121,42 +129,17 @@ async fn a_controller_that_spent_its_budget_does_not_hold_back_another_controlle
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go_on(
 ) -> anyhow::Result<()> {
-    use controller::service_accounts::Identity;
-    use std::time::Duration;
-
-    let cluster = TestCluster::start().await;
-    cluster.server.record_requests(true);
-    cluster
-        .server
-        .set_token_lifetime_cap(Some(Duration::from_secs(2)));
-    let (clients, _over_tcp) = cluster.service_account_clients().await?;
-    let _controllers = cluster.run_controllers_with(options(), clients).await;
-
-    cluster.create_web(&[]).await?;
-    cluster
-        .create_pod(
-            &testkit::pod("web-1")
-                .label("app", "web")
-                .ip("10.0.0.1")
-                .ready(true),
-        )
-        .await?;
-    cluster
-        .wait_for_slices(NS, "web", "one pod", |s| testkit::pod_names(s) == ["web-1"])
-        .await;
+    let run = ServiceAccountRun::start(|server| {
+        server.set_token_lifetime_cap(Some(Duration::from_secs(2)));
+    })
+    .await?;
+    let cluster = &run.cluster;
     // Past the tokens' life: the next writes are refused until the tokens are renewed.
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    cluster
-        .create_pod(
-            &testkit::pod("web-2")
-                .label("app", "web")
-                .ip("10.0.0.2")
-                .ready(true),
-        )
-        .await?;
+    cluster.create_pod(&web_pod("web-2", "10.0.0.2")).await?;
     cluster
         .wait_for_slices(NS, "web", "two pods", |s| {
-            testkit::pod_names(s) == ["web-1", "web-2"]
+            pod_names(s) == ["web-1", "web-2"]
         })
         .await;
     cluster.wait_for_planned_endpoints(NS, "web").await;
@@ -198,27 +181,13 @@ async fn service_account_tokens_refused_as_expired_are_renewed_and_the_writes_go
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_rights_to_mint_tokens_every_controller_acts_as_the_kubeconfig_identity(
 ) -> anyhow::Result<()> {
-    use apiserver::FaultResponse;
-
-    let cluster = TestCluster::start().await;
-    cluster.server.record_requests(true);
-    cluster
-        .faults()
-        .fail_with("*", "serviceaccounts", 1.0, FaultResponse::Forbidden);
-    let (clients, _over_tcp) = cluster.service_account_clients().await?;
-    let _controllers = cluster.run_controllers_with(options(), clients).await;
-    cluster.create_web(&[]).await?;
-    cluster
-        .create_pod(
-            &testkit::pod("web-1")
-                .label("app", "web")
-                .ip("10.0.0.1")
-                .ready(true),
-        )
-        .await?;
-    cluster
-        .wait_for_slices(NS, "web", "one pod", |s| testkit::pod_names(s) == ["web-1"])
-        .await;
+    let run = ServiceAccountRun::start(|server| {
+        server
+            .faults()
+            .fail_with("*", "serviceaccounts", 1.0, FaultResponse::Forbidden);
+    })
+    .await?;
+    let cluster = &run.cluster;
     let log = cluster.server.request_log();
     assert!(log
         .iter()

@@ -2,108 +2,16 @@
 //! Lease holder runs the controllers, and when it stops, is killed, or cannot renew, the other
 //! takes over and converges after a new change.
 //!
-//! Durations are short (lease 2s, renew deadline 1s, retry 200ms) so hand-overs are quick;
+//! Durations are short (lease 2s, renew deadline 1s, retry 100ms) so hand-overs are quick;
 //! waits poll the API with a generous deadline and never assert on timing.
 
-use std::time::Duration;
-
-use controller::config::LeaderElectionSettings;
-use controller::health::Readiness;
-use controller::leader::{LeaderElector, LeadershipEnd};
+use controller::leader::LeadershipEnd;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use prometheus::Registry;
-use testkit::{metric, options, pod_names, until, web_pod, within, TestCluster};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+use testkit::replica::{leader_and_standby, quick_election, ReplicaTask};
+use testkit::{pod_names, until, web_pod, TestCluster};
 
 const NS: &str = "default";
-const LEASE: &str = "kube-endpoints";
-const LEASE_NAMESPACE: &str = "kube-system";
-
-fn election() -> LeaderElectionSettings {
-    LeaderElectionSettings {
-        enabled: true,
-        lease_duration: Duration::from_secs(2),
-        renew_deadline: Duration::from_secs(1),
-        retry_period: Duration::from_millis(200),
-        resource_name: LEASE.into(),
-        resource_namespace: LEASE_NAMESPACE.into(),
-    }
-}
-
-/// One `kube-endpoints run` with leader election, in a task.
-struct Instance {
-    shutdown: CancellationToken,
-    registry: Registry,
-    task: JoinHandle<LeadershipEnd>,
-}
-
-impl Instance {
-    fn start(cluster: &TestCluster, identity: &str) -> Self {
-        let shutdown = CancellationToken::new();
-        let registry = Registry::new();
-        let client = cluster.client.clone();
-        let elector = LeaderElector::new(client.clone(), election(), identity.into());
-        let task = tokio::spawn({
-            let (registry, shutdown) = (registry.clone(), shutdown.clone());
-            async move {
-                elector
-                    .run(
-                        |token| async move {
-                            controller::run(
-                                client,
-                                &options(),
-                                &registry,
-                                Readiness::new(),
-                                controller::Activity::new(),
-                                token,
-                            )
-                            .await
-                            .expect("the controllers run");
-                        },
-                        async move { shutdown.cancelled().await },
-                    )
-                    .await
-            }
-        });
-        Self {
-            shutdown,
-            registry,
-            task,
-        }
-    }
-
-    /// Successful EndpointSlice syncs this instance ran.
-    fn slice_syncs(&self) -> f64 {
-        metric(
-            &self.registry,
-            "endpoint_slice_controller_syncs",
-            &[("result", "success")],
-        )
-    }
-
-    /// Successful Endpoints syncs this instance ran.
-    fn endpoints_syncs(&self) -> f64 {
-        metric(
-            &self.registry,
-            "endpoint_controller_syncs",
-            &[("result", "success")],
-        )
-    }
-
-    /// Asks for shutdown and waits for the elector to return.
-    async fn stop(self) -> LeadershipEnd {
-        self.shutdown.cancel();
-        within("the instance to stop", self.task)
-            .await
-            .expect("the instance task panicked")
-    }
-}
-
-fn leases(cluster: &TestCluster) -> Api<Lease> {
-    Api::namespaced(cluster.client.clone(), LEASE_NAMESPACE)
-}
 
 /// Adds a ready pod and waits until both controllers published it.
 async fn add_pod_and_wait(cluster: &TestCluster, name: &str, ip: &str) -> anyhow::Result<()> {
@@ -121,23 +29,32 @@ async fn add_pod_and_wait(cluster: &TestCluster, name: &str, ip: &str) -> anyhow
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_over(
+/// Adds a ready pod and waits until the controllers of `leader`, the Lease holder, wrote
+/// what a run from scratch writes and counted their syncs.
+async fn leader_converges_on_a_new_pod(
+    cluster: &TestCluster,
+    leader: &ReplicaTask,
+    name: &str,
+    ip: &str,
 ) -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
-    let alpha = Instance::start(&cluster, "alpha");
-    let first = cluster.wait_for_lease_holder("alpha").await;
-    let bravo = Instance::start(&cluster, "bravo");
-
-    add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
+    add_pod_and_wait(cluster, name, ip).await?;
     cluster.wait_for_planned_slices(NS, "web").await;
     cluster.wait_for_planned_endpoints(NS, "web").await;
     // A sync is counted once its writes returned, a moment after the watch shows them.
-    until("alpha to count its syncs", || {
-        alpha.slice_syncs() > 0.0 && alpha.endpoints_syncs() > 0.0
+    until(&format!("{} to count its syncs", leader.identity()), || {
+        leader.slice_syncs() > 0.0 && leader.endpoints_syncs() > 0.0
     })
     .await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_over(
+) -> anyhow::Result<()> {
+    let (cluster, alpha, bravo) = leader_and_standby().await?;
+    let first = cluster.wait_for_lease_holder("alpha").await;
+
+    leader_converges_on_a_new_pod(&cluster, &alpha, "web-2", "10.0.0.2").await?;
     assert_eq!(
         (bravo.slice_syncs(), bravo.endpoints_syncs()),
         (0.0, 0.0),
@@ -157,16 +74,13 @@ async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_o
         transitions(&handed_over) > transitions(&first),
         "a hand-over counts as a transition"
     );
-    add_pod_and_wait(&cluster, "web-3", "10.0.0.3").await?;
-    cluster.wait_for_planned_slices(NS, "web").await;
-    cluster.wait_for_planned_endpoints(NS, "web").await;
-    until("bravo to count its syncs", || {
-        bravo.slice_syncs() > 0.0 && bravo.endpoints_syncs() > 0.0
-    })
-    .await;
+    leader_converges_on_a_new_pod(&cluster, &bravo, "web-3", "10.0.0.3").await?;
 
     assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);
-    let released = leases(&cluster).get(LEASE).await?;
+    let election = quick_election();
+    let released = Api::<Lease>::namespaced(cluster.client.clone(), &election.resource_namespace)
+        .get(&election.resource_name)
+        .await?;
     assert_eq!(
         released.spec.and_then(|s| s.holder_identity).as_deref(),
         Some(""),
@@ -175,20 +89,30 @@ async fn only_the_lease_holder_runs_the_controllers_and_a_stopped_holder_hands_o
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_holder_is_replaced_once_its_lease_expires() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
-    let alpha = Instance::start(&cluster, "alpha");
-    cluster.wait_for_lease_holder("alpha").await;
-    let bravo = Instance::start(&cluster, "bravo");
+/// How the Lease holder goes away in [`the_standby_takes_over`].
+enum Departure {
+    /// Killed: it releases nothing, and the Lease names it until the Lease expires.
+    Killed,
+    /// Every Lease write fails: it gives up leading after its renew deadline.
+    CannotRenew,
+}
+
+/// The holder goes away while the standby waits; the standby takes the Lease and runs the
+/// controllers, which publish a new pod.
+async fn the_standby_takes_over(departure: Departure) -> anyhow::Result<()> {
+    let (cluster, alpha, bravo) = leader_and_standby().await?;
     cluster
         .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
         .await;
 
-    // A crash: no release, the Lease still names alpha until it expires.
-    alpha.task.abort();
-    let _aborted = alpha.task.await;
+    match departure {
+        Departure::Killed => alpha.crash().await,
+        Departure::CannotRenew => {
+            cluster.faults().fail("update", "leases", 1.0);
+            assert_eq!(alpha.end().await, LeadershipEnd::Lost);
+            cluster.faults().clear();
+        }
+    }
     cluster.wait_for_lease_holder("bravo").await;
     add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
     until("bravo to count its slice sync", || {
@@ -200,29 +124,12 @@ async fn a_killed_holder_is_replaced_once_its_lease_expires() -> anyhow::Result<
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_holder_is_replaced_once_its_lease_expires() -> anyhow::Result<()> {
+    the_standby_takes_over(Departure::Killed).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_that_cannot_renew_stops_its_controllers_and_the_standby_takes_over(
 ) -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    cluster.create_web(&[web_pod("web-1", "10.0.0.1")]).await?;
-    let alpha = Instance::start(&cluster, "alpha");
-    cluster.wait_for_lease_holder("alpha").await;
-    let bravo = Instance::start(&cluster, "bravo");
-    cluster
-        .wait_for_slices(NS, "web", "web-1", |s| pod_names(s) == ["web-1"])
-        .await;
-
-    // Every Lease write fails: alpha gives up leading after its renew deadline.
-    cluster.faults().fail("update", "leases", 1.0);
-    let end = within("alpha to give up leading", alpha.task).await?;
-    assert_eq!(end, LeadershipEnd::Lost);
-
-    cluster.faults().clear();
-    cluster.wait_for_lease_holder("bravo").await;
-    add_pod_and_wait(&cluster, "web-2", "10.0.0.2").await?;
-    until("bravo to count its slice sync", || {
-        bravo.slice_syncs() > 0.0
-    })
-    .await;
-    assert_eq!(bravo.stop().await, LeadershipEnd::ShutDown);
-    Ok(())
+    the_standby_takes_over(Departure::CannotRenew).await
 }

@@ -13,11 +13,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use controller::field_manager::FIELD_MANAGER;
 use controller::migration_guard::REASON;
 use controller::Options;
-use k8s_openapi::api::core::v1::Endpoints;
+use k8s_openapi::api::core::v1::{Endpoints, Event};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
-use reconcile::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_MANAGED_BY};
+use kube::Api;
 use serde_json::json;
+use testkit::mirroring::hand_written;
 use testkit::{
     addresses, endpoints_only, eventually, options, pod, service, slices_only, web_pod,
     Controllers, TestCluster,
@@ -85,21 +86,106 @@ fn as_manager(manager: &str) -> PostParams {
     }
 }
 
-fn foreign_writes(controllers: &Controllers, labels: &[(&str, &str)]) -> f64 {
-    controllers.metric(FOREIGN_WRITES, labels)
+/// Controllers running against a cluster, the guard's log lines captured.
+struct Guarded {
+    logs: Logs,
+    cluster: TestCluster,
+    controllers: Controllers,
 }
 
-/// Waits until the counter shows `n` foreign writes by kube-controller-manager in all.
-async fn wait_for_reports(controllers: &Controllers, n: f64) {
-    eventually(&format!("{n} foreign writes reported"), || {
-        let seen = foreign_writes(controllers, &[("manager", KCM)]);
-        async move {
-            (seen == n)
-                .then_some(())
-                .ok_or_else(|| format!("{seen} reported"))
+impl Guarded {
+    /// Runs `options`' controllers on `cluster`, capturing log lines from before they start.
+    async fn run(cluster: TestCluster, options: Options) -> Self {
+        let logs = Logs::capture();
+        let controllers = cluster.run_controllers(options).await;
+        Self {
+            logs,
+            cluster,
+            controllers,
         }
-    })
-    .await;
+    }
+
+    /// `web`, with one ready pod per IP in `web_ips`, and `api`, with two: selector
+    /// Services whose objects `options`' controllers then write.
+    async fn two_services(web_ips: &[&str], options: Options) -> anyhow::Result<Self> {
+        let cluster = TestCluster::start().await;
+        web_like(&cluster, "web", web_ips).await?;
+        web_like(&cluster, "api", &["10.0.1.1", "10.0.1.2"]).await?;
+        Ok(Self::run(cluster, options).await)
+    }
+
+    /// The foreign writes counted with `labels`, in all.
+    fn foreign_writes(&self, labels: &[(&str, &str)]) -> f64 {
+        self.controllers.metric(FOREIGN_WRITES, labels)
+    }
+
+    /// Waits until the counter shows `n` foreign writes by kube-controller-manager in all.
+    async fn wait_for_reports(&self, n: f64) {
+        eventually(&format!("{n} foreign writes reported"), || {
+            let seen = self.foreign_writes(&[("manager", KCM)]);
+            async move {
+                (seen == n)
+                    .then_some(())
+                    .ok_or_else(|| format!("{seen} reported"))
+            }
+        })
+        .await;
+    }
+
+    /// Waits until kube-controller-manager's first write has been reported, checks that it
+    /// was reported once (the counter, one ERROR line, a Warning Event) and that it is the
+    /// only foreign write counted, and returns the Event.
+    async fn first_report(&self, report: FirstReport<'_>) -> Event {
+        self.wait_for_reports(1.0).await;
+        let lines = self.logs.errors_about(report.logged);
+        assert_eq!(lines.len(), 1, "{lines:#?}");
+        let event = self
+            .cluster
+            .wait_for_event(NS, report.service, REASON)
+            .await;
+        assert_eq!(event.type_.as_deref(), Some("Warning"));
+        let by_kcm = [("controller", report.controller), ("manager", KCM)];
+        assert_eq!(self.foreign_writes(&by_kcm), 1.0);
+        assert_eq!(
+            self.foreign_writes(&[]),
+            1.0,
+            "{} counted",
+            report.not_counted
+        );
+        event
+    }
+
+    /// How many ERROR lines mention every one of `words`.
+    fn errors_about(&self, words: &[&str]) -> usize {
+        self.logs.errors_about(words).len()
+    }
+}
+
+/// kube-controller-manager's first write to an object a controller manages, as the guard
+/// must report it.
+struct FirstReport<'a> {
+    /// The controller that manages the object (the counter's `controller` label).
+    controller: &'a str,
+    /// Words the one ERROR line about the write holds.
+    logged: &'a [&'a str],
+    /// The Service the Warning Event is about.
+    service: &'a str,
+    /// The write before it that must not be counted.
+    not_counted: &'a str,
+}
+
+/// A user labels object `name` with kubectl, which is no foreign write to report.
+async fn label_as_a_user<K>(api: &Api<K>, name: &str) -> anyhow::Result<()>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let label = json!({"metadata": {"labels": {"team": "payments"}}});
+    let params = PatchParams {
+        field_manager: Some("kubectl-label".into()),
+        ..PatchParams::default()
+    };
+    api.patch(name, &params, &Patch::Merge(&label)).await?;
+    Ok(())
 }
 
 fn endpoint_count(slices: &[EndpointSlice]) -> usize {
@@ -130,25 +216,28 @@ async fn trim(cluster: &TestCluster, slice: &str, manager: &str) -> anyhow::Resu
     Ok(())
 }
 
+/// Waits until the managed slices of `service` hold `count` endpoints, and returns the
+/// first one's name.
+async fn slice_with(cluster: &TestCluster, service: &str, count: usize) -> String {
+    let what = format!("{count} endpoints");
+    let slices = cluster
+        .wait_for_slices(NS, service, &what, |s| endpoint_count(s) == count)
+        .await;
+    slices[0].metadata.name.clone().unwrap_or_default()
+}
+
 #[tokio::test]
 async fn kube_controller_managers_write_to_a_managed_slice_is_reported_once_and_ours_never(
 ) -> anyhow::Result<()> {
-    let logs = Logs::capture();
-    let cluster = TestCluster::start().await;
-    web_like(&cluster, "web", &["10.0.0.1"]).await?;
-    web_like(&cluster, "api", &["10.0.1.1", "10.0.1.2"]).await?;
-    let controllers = cluster.run_controllers(slices_only()).await;
-    let web = cluster
-        .wait_for_slices(NS, "web", "one endpoint", |s| endpoint_count(s) == 1)
-        .await;
-    let web_slice = web[0].metadata.name.clone().unwrap_or_default();
+    let guarded = Guarded::two_services(&["10.0.0.1"], slices_only()).await?;
+    let cluster = &guarded.cluster;
+    let web_slice = slice_with(cluster, "web", 1).await;
 
     // Our create, and an update after a second pod: written under our name.
     cluster.create_pod(&web_pod("web-1", "10.0.0.2")).await?;
-    let web = cluster
-        .wait_for_slices(NS, "web", "two endpoints", |s| endpoint_count(s) == 2)
-        .await;
-    let managers: Vec<_> = web[0]
+    slice_with(cluster, "web", 2).await;
+    let slice = cluster.slices(NS).get(&web_slice).await?;
+    let managers: Vec<_> = slice
         .metadata
         .managed_fields
         .iter()
@@ -158,130 +247,73 @@ async fn kube_controller_managers_write_to_a_managed_slice_is_reported_once_and_
     assert_eq!(managers, [FIELD_MANAGER]);
 
     // A user labels the slice, then kube-controller-manager rewrites its endpoints.
-    let label = json!({"metadata": {"labels": {"team": "payments"}}});
-    cluster
-        .slices(NS)
-        .patch(
-            &web_slice,
-            &PatchParams {
-                field_manager: Some("kubectl-label".into()),
-                ..PatchParams::default()
-            },
-            &Patch::Merge(&label),
-        )
-        .await?;
-    trim(&cluster, &web_slice, KCM).await?;
-
-    wait_for_reports(&controllers, 1.0).await;
-    let lines = logs.errors_about(&[&web_slice, BY_KCM]);
-    assert_eq!(lines.len(), 1, "{lines:#?}");
-    let event = cluster.wait_for_event(NS, "web", REASON).await;
-    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    label_as_a_user(&cluster.slices(NS), &web_slice).await?;
+    trim(cluster, &web_slice, KCM).await?;
+    let event = guarded
+        .first_report(FirstReport {
+            controller: "endpointslice-controller",
+            logged: &[&web_slice, BY_KCM],
+            service: "web",
+            not_counted: "the label edit",
+        })
+        .await;
     assert_eq!(event.involved_object.kind.as_deref(), Some("Service"));
     let message = event.message.unwrap_or_default();
     assert!(
         message.contains(&web_slice) && message.contains(KCM),
         "{message}"
     );
-    assert_eq!(
-        foreign_writes(
-            &controllers,
-            &[("controller", "endpointslice-controller"), ("manager", KCM)]
-        ),
-        1.0
-    );
-    assert_eq!(
-        foreign_writes(&controllers, &[]),
-        1.0,
-        "the label edit counted"
-    );
 
     // We put the endpoint back. A person then trims it with kubectl: counted under their
     // name, but no error and no Event. Then kube-controller-manager writes another Service's
     // slice, which is reported after both.
-    cluster
-        .wait_for_slices(NS, "web", "two endpoints again", |s| endpoint_count(s) == 2)
-        .await;
-    trim(&cluster, &web_slice, "kubectl-edit").await?;
-    let api = cluster
-        .wait_for_slices(NS, "api", "two endpoints", |s| endpoint_count(s) == 2)
-        .await;
-    let api_slice = api[0].metadata.name.clone().unwrap_or_default();
-    trim(&cluster, &api_slice, KCM).await?;
-    wait_for_reports(&controllers, 2.0).await;
+    slice_with(cluster, "web", 2).await;
+    trim(cluster, &web_slice, "kubectl-edit").await?;
+    let api_slice = slice_with(cluster, "api", 2).await;
+    trim(cluster, &api_slice, KCM).await?;
+    guarded.wait_for_reports(2.0).await;
     cluster.wait_for_event(NS, "api", REASON).await;
 
-    assert_eq!(
-        foreign_writes(&controllers, &[("manager", "kubectl-edit")]),
-        1.0
-    );
-    assert_eq!(
-        foreign_writes(&controllers, &[]),
-        3.0,
-        "our repairs were counted"
-    );
-    assert_eq!(logs.errors_about(&[&web_slice]).len(), 1);
-    assert_eq!(logs.errors_about(&[&api_slice, BY_KCM]).len(), 1);
-    let about_web: Vec<_> = cluster
+    assert_eq!(guarded.foreign_writes(&[("manager", "kubectl-edit")]), 1.0);
+    assert_eq!(guarded.foreign_writes(&[]), 3.0, "our repairs were counted");
+    assert_eq!(guarded.errors_about(&[&web_slice]), 1);
+    assert_eq!(guarded.errors_about(&[&api_slice, BY_KCM]), 1);
+    // One Event about web, never repeated: the person's edit made none.
+    let about_web =
+        ListParams::default().fields(&format!("involvedObject.name=web,reason={REASON}"));
+    let counts: Vec<_> = cluster
         .events(NS)
-        .list(&Default::default())
+        .list(&about_web)
         .await?
         .items
         .into_iter()
-        .filter(|e| {
-            e.reason.as_deref() == Some(REASON) && e.involved_object.name.as_deref() == Some("web")
-        })
         .map(|e| e.count)
         .collect();
-    assert_eq!(about_web, [Some(1)], "the person's edit made an Event");
-    controllers.stop().await;
+    assert_eq!(counts, [Some(1)], "the person's edit made an Event");
+    guarded.controllers.stop().await;
     Ok(())
 }
 
 #[tokio::test]
 async fn a_writer_with_kube_controller_managers_user_agent_on_managed_endpoints_is_reported(
 ) -> anyhow::Result<()> {
-    let logs = Logs::capture();
-    let cluster = TestCluster::start().await;
-    web_like(&cluster, "web", &["10.0.0.1", "10.0.0.2"]).await?;
-    web_like(&cluster, "api", &["10.0.1.1", "10.0.1.2"]).await?;
-    let controllers = cluster.run_controllers(endpoints_only()).await;
+    let guarded = Guarded::two_services(&["10.0.0.1", "10.0.0.2"], endpoints_only()).await?;
+    let cluster = &guarded.cluster;
     let two_ready = |e: Option<&Endpoints>| addresses(e).0.len() == 2;
     cluster
         .wait_for_endpoints(NS, "web", "two addresses", two_ready)
         .await;
 
-    let label = json!({"metadata": {"labels": {"team": "payments"}}});
-    cluster
-        .endpoints(NS)
-        .patch(
-            "web",
-            &PatchParams {
-                field_manager: Some("kubectl-label".into()),
-                ..PatchParams::default()
-            },
-            &Patch::Merge(&label),
-        )
-        .await?;
-    kcm_puts_one_address(&cluster, "web").await?;
-
-    wait_for_reports(&controllers, 1.0).await;
-    let lines = logs.errors_about(&["Endpoints", "default/web", BY_KCM]);
-    assert_eq!(lines.len(), 1, "{lines:#?}");
-    let event = cluster.wait_for_event(NS, "web", REASON).await;
-    assert_eq!(event.type_.as_deref(), Some("Warning"));
-    assert_eq!(
-        foreign_writes(
-            &controllers,
-            &[("controller", "endpoints-controller"), ("manager", KCM)]
-        ),
-        1.0
-    );
-    assert_eq!(
-        foreign_writes(&controllers, &[]),
-        1.0,
-        "the label edit counted"
-    );
+    label_as_a_user(&cluster.endpoints(NS), "web").await?;
+    kcm_puts_one_address(cluster, "web").await?;
+    guarded
+        .first_report(FirstReport {
+            controller: "endpoints-controller",
+            logged: &["Endpoints", "default/web", BY_KCM],
+            service: "web",
+            not_counted: "the label edit",
+        })
+        .await;
 
     // The Endpoints controller does not react to edits of Endpoints (upstream only watches
     // their deletion): a new pod makes us write it again.
@@ -294,15 +326,15 @@ async fn a_writer_with_kube_controller_managers_user_agent_on_managed_endpoints_
     cluster
         .wait_for_endpoints(NS, "api", "two addresses", two_ready)
         .await;
-    kcm_puts_one_address(&cluster, "api").await?;
-    wait_for_reports(&controllers, 2.0).await;
+    kcm_puts_one_address(cluster, "api").await?;
+    guarded.wait_for_reports(2.0).await;
     assert_eq!(
-        foreign_writes(&controllers, &[]),
+        guarded.foreign_writes(&[]),
         2.0,
         "our write after the foreign one was counted"
     );
-    assert_eq!(logs.errors_about(&["default/web"]).len(), 1);
-    controllers.stop().await;
+    assert_eq!(guarded.errors_about(&["default/web"]), 1);
+    guarded.controllers.stop().await;
     Ok(())
 }
 
@@ -329,36 +361,24 @@ async fn kcm_puts_one_address(cluster: &TestCluster, name: &str) -> anyhow::Resu
 #[tokio::test]
 async fn kube_controller_managers_write_to_a_mirrored_slice_names_the_mirroring_controller(
 ) -> anyhow::Result<()> {
-    let logs = Logs::capture();
     let cluster = TestCluster::start().await;
-    cluster
-        .create_service(&service("ext").port("db", 9000, 9000))
-        .await?;
-    let endpoints: Endpoints = serde_json::from_value(json!({
-        "metadata": {"name": "ext", "namespace": NS},
-        "subsets": [{
-            "addresses": [{"ip": "10.1.0.1"}, {"ip": "10.1.0.2"}],
-            "ports": [{"name": "db", "port": 9000, "protocol": "TCP"}],
-        }],
-    }))?;
+    let ext = hand_written("ext")
+        .address("10.1.0.1")
+        .address("10.1.0.2")
+        .port("db", 9000);
+    ext.create_service(&cluster).await?;
     // All three controllers: the hand-written Endpoints of a Service without a selector,
     // written after they started, is not the Endpoints controller's to guard.
-    let controllers = cluster
-        .run_controllers(Options {
-            mirroring: true,
-            ..options()
-        })
-        .await;
-    cluster
-        .endpoints(NS)
-        .create(&PostParams::default(), &endpoints)
-        .await?;
-    let selector = format!("{SERVICE_NAME}=ext,{SLICE_MANAGED_BY}={MIRRORING_CONTROLLER_NAME}");
+    let all_three = Options {
+        mirroring: true,
+        ..options()
+    };
+    let guarded = Guarded::run(cluster, all_three).await;
+    ext.create_endpoints(&guarded.cluster).await?;
     let mirrored = eventually("a mirrored slice with two endpoints", || {
-        let api = cluster.slices(NS);
-        let lp = ListParams::default().labels(&selector);
+        let listed = ext.mirrored(&guarded.cluster);
         async move {
-            let slices = api.list(&lp).await.map_err(|e| e.to_string())?.items;
+            let slices = listed.await.map_err(|e| e.to_string())?;
             (endpoint_count(&slices) == 2)
                 .then(|| slices[0].metadata.name.clone().unwrap_or_default())
                 .ok_or_else(|| format!("{} endpoints", endpoint_count(&slices)))
@@ -366,22 +386,15 @@ async fn kube_controller_managers_write_to_a_mirrored_slice_names_the_mirroring_
     })
     .await;
 
-    trim(&cluster, &mirrored, KCM).await?;
-    wait_for_reports(&controllers, 1.0).await;
-    assert_eq!(
-        foreign_writes(
-            &controllers,
-            &[("controller", "endpointslice-mirroring-controller")]
-        ),
-        1.0
-    );
-    assert_eq!(
-        foreign_writes(&controllers, &[]),
-        1.0,
-        "the Endpoints counted"
-    );
-    assert_eq!(logs.errors_about(&[&mirrored, BY_KCM]).len(), 1);
-    let event = cluster.wait_for_event(NS, "ext", REASON).await;
+    trim(&guarded.cluster, &mirrored, KCM).await?;
+    let event = guarded
+        .first_report(FirstReport {
+            controller: "endpointslice-mirroring-controller",
+            logged: &[&mirrored, BY_KCM],
+            service: "ext",
+            not_counted: "the Endpoints",
+        })
+        .await;
     assert!(
         event
             .message
@@ -389,6 +402,6 @@ async fn kube_controller_managers_write_to_a_mirrored_slice_names_the_mirroring_
             .contains("-endpointslice-mirroring-controller"),
         "the Event names the controller to turn off"
     );
-    controllers.stop().await;
+    guarded.controllers.stop().await;
     Ok(())
 }

@@ -18,12 +18,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use apiserver::{FaultResponse, NonResourceGrant, RequestRecord, Reviews, TokenUser};
-use controller::config::LeaderElectionSettings;
 use controller::health::{self, Liveness, Readiness};
-use controller::leader::{LeaderElector, LeadershipEnd};
+use controller::leader::LeadershipEnd;
 use controller::secure_serving::{self, Access, SecureServingSettings};
 use controller::service_accounts::Identity;
 use controller::Clients;
@@ -31,8 +29,8 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Ro
 use kube::Client;
 use prometheus::Registry;
 use serde_json::Value;
-use testkit::{options, pod, pod_names, service, web_pod, within, TestCluster};
-use tokio_util::sync::CancellationToken;
+use testkit::replica::{client_as, ReplicaTask};
+use testkit::{options, pod_names, web, web_pod, TestCluster};
 use tower::ServiceExt;
 
 /// The `User-Agent` of the controllers' client.
@@ -91,8 +89,9 @@ impl From<&RequestRecord> for Attributes {
     }
 }
 
-fn deploy_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
+/// A path relative to this crate's directory.
+fn crate_path(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
 /// Which manifests: `deploy/` as it is, or with the service-account-credentials overlay.
@@ -102,8 +101,14 @@ enum Variant {
     ServiceAccounts,
 }
 
-fn overlay_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../overlays/service-account-credentials")
+impl Variant {
+    /// The directory of its `kustomization.yaml`.
+    fn dir(self) -> PathBuf {
+        crate_path(match self {
+            Variant::Deploy => "../../deploy",
+            Variant::ServiceAccounts => "../../overlays/service-account-credentials",
+        })
+    }
 }
 
 fn read_yaml(path: &Path) -> Value {
@@ -131,33 +136,28 @@ fn kustomization_files(dir: &Path) -> Vec<(String, Value)> {
     out
 }
 
-/// The manifests of `variant`. The overlay's strategic-merge patches of RBAC objects
-/// replace their rules whole, as kustomize applies them (rules have no merge key).
+/// The manifests of `variant`. A kustomization's strategic-merge patches of RBAC objects
+/// (the overlay's; `deploy/` has none) replace their rules whole, as kustomize applies them
+/// (rules have no merge key).
 fn manifests(variant: Variant) -> Vec<(String, Value)> {
-    match variant {
-        Variant::Deploy => kustomization_files(&deploy_dir()),
-        Variant::ServiceAccounts => {
-            let dir = overlay_dir();
-            let mut objects = kustomization_files(&dir);
-            let kustomization = read_yaml(&dir.join("kustomization.yaml"));
-            for patch in kustomization["patches"].as_array().into_iter().flatten() {
-                let Some(file) = patch["path"].as_str() else {
-                    continue;
-                };
-                let patch = read_yaml(&dir.join(file));
-                let target = objects
-                    .iter_mut()
-                    .find(|(_, o)| {
-                        o["kind"] == patch["kind"]
-                            && o["metadata"]["name"] == patch["metadata"]["name"]
-                    })
-                    .unwrap_or_else(|| panic!("{file} patches nothing"));
-                target.0 = format!("overlay {file}");
-                target.1["rules"] = patch["rules"].clone();
-            }
-            objects
-        }
+    let dir = variant.dir();
+    let mut objects = kustomization_files(&dir);
+    let kustomization = read_yaml(&dir.join("kustomization.yaml"));
+    for patch in kustomization["patches"].as_array().into_iter().flatten() {
+        let Some(file) = patch["path"].as_str() else {
+            continue;
+        };
+        let patch = read_yaml(&dir.join(file));
+        let target = objects
+            .iter_mut()
+            .find(|(_, o)| {
+                o["kind"] == patch["kind"] && o["metadata"]["name"] == patch["metadata"]["name"]
+            })
+            .unwrap_or_else(|| panic!("{file} patches nothing"));
+        target.0 = format!("overlay {file}");
+        target.1["rules"] = patch["rules"].clone();
     }
+    objects
 }
 
 fn parse<T: serde::de::DeserializeOwned>(file: &str, value: &Value) -> T {
@@ -294,6 +294,28 @@ struct Verdict {
     unused: BTreeSet<Permission>,
 }
 
+impl Verdict {
+    /// Fails the test when the grants, `named`, leave a request denied.
+    fn assert_all_granted(&self, named: &str) {
+        assert!(
+            self.denied.is_empty(),
+            "requests {named} does not grant:\n{}",
+            describe(&self.denied)
+        );
+    }
+
+    /// Fails the test when the grants, `named`, leave a request denied or grant a permission
+    /// nothing used.
+    fn assert_exactly_granted(&self, named: &str) {
+        self.assert_all_granted(named);
+        assert!(
+            self.unused.is_empty(),
+            "permissions {named} grants that nothing used: {:#?}",
+            self.unused
+        );
+    }
+}
+
 fn check(grants: &[Grant], requests: &BTreeSet<Attributes>) -> Verdict {
     let denied = requests
         .iter()
@@ -322,33 +344,6 @@ fn check(grants: &[Grant], requests: &BTreeSet<Attributes>) -> Verdict {
 
 // ---- the scenarios ----
 
-/// A client to `cluster` whose requests carry [`AGENT`].
-fn controllers_client(cluster: &TestCluster) -> Client {
-    let service =
-        cluster
-            .server
-            .service()
-            .map_request(|mut request: http::Request<kube::client::Body>| {
-                request.headers_mut().insert(
-                    http::header::USER_AGENT,
-                    http::HeaderValue::from_static(AGENT),
-                );
-                request
-            });
-    Client::new(service, "default")
-}
-
-fn election() -> LeaderElectionSettings {
-    LeaderElectionSettings {
-        enabled: true,
-        lease_duration: Duration::from_secs(2),
-        renew_deadline: Duration::from_secs(1),
-        retry_period: Duration::from_millis(100),
-        resource_name: LEASE.into(),
-        resource_namespace: NAMESPACE.into(),
-    }
-}
-
 /// Who sent a request: `None` for the process's own identity (`--kubeconfig`'s user, the
 /// only one without service-account credentials), else the ServiceAccount's user name.
 type User = Option<String>;
@@ -367,7 +362,7 @@ async fn controllers_requests(variant: Variant) -> anyhow::Result<BTreeSet<(User
     // The clients, the process's own, and how their requests are told from the test's.
     let (clients, own, ours): (Clients, Client, fn(&RequestRecord) -> bool) = match variant {
         Variant::Deploy => {
-            let client = controllers_client(&cluster);
+            let client = client_as(&cluster, AGENT);
             (client.clone().into(), client, |r| {
                 r.user_agent.as_deref() == Some(AGENT)
             })
@@ -392,41 +387,11 @@ async fn controllers_requests(variant: Variant) -> anyhow::Result<BTreeSet<(User
         .faults()
         .fail_next("create", "endpoints", 4, FaultResponse::InternalError);
 
-    let shutdown = CancellationToken::new();
-    let elector = LeaderElector::new(own.clone(), election(), "rbac".into());
-    let leading = tokio::spawn({
-        let shutdown = shutdown.clone();
-        async move {
-            elector
-                .run(
-                    |token| async move {
-                        controller::run(
-                            clients,
-                            &opts,
-                            &Registry::new(),
-                            Readiness::new(),
-                            controller::Activity::new(),
-                            token,
-                        )
-                        .await
-                        .expect("the controllers run");
-                    },
-                    async move { shutdown.cancelled().await },
-                )
-                .await
-        }
-    });
+    let replica = ReplicaTask::start_with("rbac", clients, opts);
 
     cluster.create_namespace("shop").await?;
     for ns in [NS, "shop"] {
-        cluster
-            .create_service(
-                &service("web")
-                    .ns(ns)
-                    .selector("app", "web")
-                    .port("http", 80, 8080),
-            )
-            .await?;
+        cluster.create_service(&web().ns(ns)).await?;
     }
     for i in 1..=3 {
         cluster
@@ -434,13 +399,7 @@ async fn controllers_requests(variant: Variant) -> anyhow::Result<BTreeSet<(User
             .await?;
     }
     cluster
-        .create_pod(
-            &pod("shop-1")
-                .ns("shop")
-                .label("app", "web")
-                .ip("10.0.1.1")
-                .ready(true),
-        )
+        .create_pod(&web_pod("shop-1", "10.0.1.1").ns("shop"))
         .await?;
     cluster
         .wait_for_slices(NS, "web", "three pods in two slices", |s| {
@@ -516,9 +475,7 @@ async fn controllers_requests(variant: Variant) -> anyhow::Result<BTreeSet<(User
 
     scrape_metrics_with_a_token(&cluster, own).await;
 
-    shutdown.cancel();
-    let end = within("the elector to stop", leading).await?;
-    assert_eq!(end, LeadershipEnd::ShutDown);
+    assert_eq!(replica.stop().await, LeadershipEnd::ShutDown);
 
     let mut requests: BTreeSet<(User, Attributes)> = cluster
         .server
@@ -604,24 +561,13 @@ async fn deploy_rbac_grants_exactly_what_the_controllers_use() -> anyhow::Result
             describe(&requests)
         );
     }
-    let verdict = check(&grants(), &requests);
-    assert!(
-        verdict.denied.is_empty(),
-        "requests deploy/ does not grant:\n{}",
-        describe(&verdict.denied)
-    );
-    assert!(
-        verdict.unused.is_empty(),
-        "permissions in deploy/ nothing used: {:#?}",
-        verdict.unused
-    );
+    check(&grants(), &requests).assert_exactly_granted("deploy/");
     Ok(())
 }
 
 /// The bootstrap ClusterRole `system:controller:<service_account>`, as every cluster has it.
 fn bootstrap_grants(service_account: &str) -> Vec<Grant> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/bootstrap-controller-roles-v1.36.yaml");
+    let path = crate_path("tests/data/bootstrap-controller-roles-v1.36.yaml");
     let name = format!("system:controller:{service_account}");
     let roles = read_yaml(&path);
     let grants: Vec<Grant> = roles["items"]
@@ -662,29 +608,15 @@ async fn with_service_account_credentials_each_identity_needs_only_its_own_role(
 
     // kube-endpoints' own identity: the overlay's rules, every one used.
     let own = of(&None);
-    let verdict = check(&grants_of(Variant::ServiceAccounts), &own);
-    assert!(
-        verdict.denied.is_empty(),
-        "requests of kube-endpoints' own identity the overlay does not grant:\n{}",
-        describe(&verdict.denied)
-    );
-    assert!(
-        verdict.unused.is_empty(),
-        "permissions in the overlay nothing used: {:#?}",
-        verdict.unused
-    );
+    check(&grants_of(Variant::ServiceAccounts), &own)
+        .assert_exactly_granted("the overlay, for kube-endpoints' own identity,");
 
     // Each controller: its bootstrap role allows everything it asked. The roles grant more
     // than these controllers use (endpoints/restricted, events.k8s.io), so only denials count.
     for identity in Identity::ALL {
         let asked = of(&Some(identity.username()));
-        let verdict = check(&bootstrap_grants(identity.service_account()), &asked);
-        assert!(
-            verdict.denied.is_empty(),
-            "requests of {} its bootstrap role does not grant:\n{}",
-            identity.username(),
-            describe(&verdict.denied)
-        );
+        check(&bootstrap_grants(identity.service_account()), &asked)
+            .assert_all_granted(&format!("the bootstrap role of {}", identity.username()));
     }
     // Who wrote what: the audit trail the flag is for.
     let wrote = |identity: Identity, verb: &str, resource: &str| {

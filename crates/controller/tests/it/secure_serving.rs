@@ -18,10 +18,6 @@ use tokio_util::sync::CancellationToken;
 const ALLOWED: &str = "token-of-prometheus";
 const NOT_ALLOWED: &str = "token-of-someone";
 
-fn api_server() -> ApiServer {
-    api_server_granting(&["/metrics"])
-}
-
 /// The API server, with the prometheus token allowed `get` on `paths`.
 fn api_server_granting(paths: &[&str]) -> ApiServer {
     ApiServer::new(Config {
@@ -50,22 +46,21 @@ struct Secure {
 }
 
 impl Secure {
+    /// The secure server with `settings`, reviewing through an API server that allows the
+    /// prometheus token /metrics.
     async fn start(settings: SecureServingSettings) -> Self {
-        let api = api_server();
+        Self::start_granting(&["/metrics"], settings).await
+    }
+
+    /// The secure server with `settings`, reviewing through an API server that allows the
+    /// prometheus token `paths`.
+    async fn start_granting(paths: &[&str], settings: SecureServingSettings) -> Self {
+        let api = api_server_granting(paths);
         let cert = ServingCert::load(&settings.cert).unwrap();
         let ca_pem = cert
             .ca_pem
             .clone()
             .unwrap_or_else(|| std::fs::read_to_string(settings_ca(&settings)).unwrap());
-        Self::start_with(api, settings, cert, ca_pem).await
-    }
-
-    async fn start_with(
-        api: ApiServer,
-        settings: SecureServingSettings,
-        cert: ServingCert,
-        ca_pem: String,
-    ) -> Self {
         let tls = cert.server_config().unwrap();
         let client = kube::Client::new(api.service(), "default");
         let access = Access::new(client.clone(), client, &settings);
@@ -246,32 +241,28 @@ async fn without_a_cache_ttl_every_scrape_is_reviewed() {
     secure.stop().await;
 }
 
-#[tokio::test]
-async fn a_failed_token_review_answers_401_and_is_not_cached() {
+/// A review call that fails once: the scrape it was for gets `answer`, and the next scrape
+/// is reviewed again (the failure was not cached), `calls` review calls in all.
+async fn a_failed_review_is_not_cached(review: &str, answer: u16, calls: (usize, usize)) {
     let secure = Secure::start(SecureServingSettings::default()).await;
     secure
         .api
         .faults()
-        .fail_next("create", "tokenreviews", 1, FaultResponse::InternalError);
-    assert_eq!(secure.get("/metrics", Some(ALLOWED)).await.0, 401);
+        .fail_next("create", review, 1, FaultResponse::InternalError);
+    assert_eq!(secure.get("/metrics", Some(ALLOWED)).await.0, answer);
     assert_eq!(secure.get("/metrics", Some(ALLOWED)).await.0, 200);
-    assert_eq!(secure.review_calls(), (2, 1));
+    assert_eq!(secure.review_calls(), calls);
     secure.stop().await;
 }
 
 #[tokio::test]
+async fn a_failed_token_review_answers_401_and_is_not_cached() {
+    a_failed_review_is_not_cached("tokenreviews", 401, (2, 1)).await;
+}
+
+#[tokio::test]
 async fn a_failed_access_review_answers_500_and_is_not_cached() {
-    let secure = Secure::start(SecureServingSettings::default()).await;
-    secure.api.faults().fail_next(
-        "create",
-        "subjectaccessreviews",
-        1,
-        FaultResponse::InternalError,
-    );
-    assert_eq!(secure.get("/metrics", Some(ALLOWED)).await.0, 500);
-    assert_eq!(secure.get("/metrics", Some(ALLOWED)).await.0, 200);
-    assert_eq!(secure.review_calls(), (1, 2));
-    secure.stop().await;
+    a_failed_review_is_not_cached("subjectaccessreviews", 500, (1, 2)).await;
 }
 
 #[tokio::test]
@@ -334,14 +325,9 @@ async fn a_cpu_profile_needs_a_token_and_an_allowed_path_and_pprof_reads_it() {
     );
     secure.stop().await;
 
-    let settings = SecureServingSettings::default();
-    let cert = ServingCert::load(&settings.cert).unwrap();
-    let ca_pem = cert.ca_pem.clone().unwrap();
-    let secure = Secure::start_with(
-        api_server_granting(&["/metrics", PROFILE_PATH]),
-        settings,
-        cert,
-        ca_pem,
+    let secure = Secure::start_granting(
+        &["/metrics", PROFILE_PATH],
+        SecureServingSettings::default(),
     )
     .await;
     // Something to sample while the profile runs.
