@@ -14,6 +14,7 @@
 pub mod build;
 pub mod cluster;
 pub mod inspect;
+pub mod process;
 pub mod server;
 pub mod wait;
 
