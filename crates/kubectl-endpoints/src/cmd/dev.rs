@@ -12,12 +12,7 @@ use std::time::Duration;
 /// When `--exit-when-synced` prints (see [`kubectl_endpoints::settle`]): the controllers idle with
 /// nothing due within a second (what a 500 ms quiet window with a 500 ms horizon waited
 /// for), or after ten minutes whatever they do.
-const QUIET: Quiet = Quiet {
-    resources: &["endpoints", "endpointslices"],
-    window: Duration::from_millis(500),
-    horizon: Duration::from_millis(500),
-    deadline: Duration::from_secs(600),
-};
+const QUIET: Quiet = Quiet::on_writes(Duration::from_millis(500), Duration::from_secs(600));
 
 /// Start the embedded API server, load manifests into it, and run the controllers against it
 /// over HTTP, as they would run against a cluster. Prints how to use kubectl with it. Runs
