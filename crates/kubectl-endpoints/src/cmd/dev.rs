@@ -5,6 +5,7 @@ use clap::Args;
 use kube_endpoints::args::ControllerFlags;
 use kube_endpoints::run::Session;
 use kubectl_endpoints::settle::{settle, Controllers, Quiet};
+use kubectl_endpoints::snapshot::list;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -102,19 +103,14 @@ pub async fn run(args: DevArgs) -> Result<()> {
 async fn print_objects(client: &kube::Client) -> Result<()> {
     use k8s_openapi::api::core::v1::Endpoints;
     use k8s_openapi::api::discovery::v1::EndpointSlice;
-    let lp = kube::api::ListParams::default();
-    let slices = kube::Api::<EndpointSlice>::all(client.clone())
-        .list(&lp)
-        .await?;
-    let endpoints = kube::Api::<Endpoints>::all(client.clone())
-        .list(&lp)
-        .await?;
+    let slices: Vec<EndpointSlice> = list(client, None).await?;
+    let endpoints: Vec<Endpoints> = list(client, None).await?;
     // managedFields only say who wrote what when, and kubectl hides them too.
-    for mut e in endpoints.items {
+    for mut e in endpoints {
         e.metadata.managed_fields = None;
         println!("---\n{}", serde_norway::to_string(&e)?);
     }
-    for mut s in slices.items {
+    for mut s in slices {
         s.metadata.managed_fields = None;
         println!("---\n{}", serde_norway::to_string(&s)?);
     }
