@@ -35,7 +35,8 @@ use serde::Serialize;
 
 pub use hints::{HintBounds, HintsExplanation, ZoneFigures};
 pub use pods::{
-    LabelDifference, Placement, PodExplanation, ReadyCondition, UnresolvedPort, Verdict,
+    LabelDifference, Placement, PodExplanation, ReadyCondition, SliceConditions, UnresolvedPort,
+    Verdict,
 };
 
 /// Which controllers write for the Service, or why none does.
