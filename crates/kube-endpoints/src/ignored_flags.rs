@@ -16,134 +16,131 @@ pub enum Takes {
     Value,
 }
 
-/// kube-controller-manager v1.36's flags that kube-endpoints accepts and ignores (every flag
-/// its `--help` lists that `run` does not define itself), with what each takes.
-pub const IGNORED: &[(&str, Takes)] = &[
-    ("allocate-node-cidrs", Takes::Bool),
-    ("allow-metric-labels", Takes::Value),
-    ("allow-metric-labels-manifest", Takes::Value),
-    ("attach-detach-reconcile-sync-period", Takes::Value),
-    ("authentication-tolerate-lookup-failure", Takes::Bool),
-    ("cidr-allocator-type", Takes::Value),
-    ("cloud-config", Takes::Value),
-    ("cloud-provider", Takes::Value),
-    ("cluster-cidr", Takes::Value),
-    ("cluster-name", Takes::Value),
-    ("cluster-signing-cert-file", Takes::Value),
-    ("cluster-signing-duration", Takes::Value),
-    ("cluster-signing-key-file", Takes::Value),
-    (
-        "cluster-signing-kube-apiserver-client-cert-file",
-        Takes::Value,
-    ),
-    (
-        "cluster-signing-kube-apiserver-client-key-file",
-        Takes::Value,
-    ),
-    ("cluster-signing-kubelet-client-cert-file", Takes::Value),
-    ("cluster-signing-kubelet-client-key-file", Takes::Value),
-    ("cluster-signing-kubelet-serving-cert-file", Takes::Value),
-    ("cluster-signing-kubelet-serving-key-file", Takes::Value),
-    ("cluster-signing-legacy-unknown-cert-file", Takes::Value),
-    ("cluster-signing-legacy-unknown-key-file", Takes::Value),
-    ("concurrent-cron-job-syncs", Takes::Value),
-    ("concurrent-daemonset-syncs", Takes::Value),
-    ("concurrent-deployment-syncs", Takes::Value),
-    ("concurrent-device-taint-eviction-syncs", Takes::Value),
-    ("concurrent-ephemeralvolume-syncs", Takes::Value),
-    ("concurrent-gc-syncs", Takes::Value),
-    ("concurrent-horizontal-pod-autoscaler-syncs", Takes::Value),
-    ("concurrent-job-syncs", Takes::Value),
-    ("concurrent-namespace-syncs", Takes::Value),
-    ("concurrent-rc-syncs", Takes::Value),
-    ("concurrent-replicaset-syncs", Takes::Value),
-    ("concurrent-resource-quota-syncs", Takes::Value),
-    ("concurrent-resourceclaim-syncs", Takes::Value),
-    ("concurrent-service-syncs", Takes::Value),
-    ("concurrent-serviceaccount-token-syncs", Takes::Value),
-    ("concurrent-statefulset-syncs", Takes::Value),
-    ("concurrent-ttl-after-finished-syncs", Takes::Value),
-    (
-        "concurrent-validating-admission-policy-status-syncs",
-        Takes::Value,
-    ),
-    ("configure-cloud-routes", Takes::Bool),
-    ("contention-profiling", Takes::Bool),
-    ("controller-shutdown-timeout", Takes::Value),
-    ("controller-start-interval", Takes::Value),
-    ("disable-attach-detach-reconcile-sync", Takes::Bool),
-    ("disable-force-detach-on-timeout", Takes::Bool),
-    ("disable-http2-serving", Takes::Bool),
-    ("disabled-metrics", Takes::Value),
-    ("emulated-version", Takes::Value),
-    ("enable-dynamic-provisioning", Takes::Bool),
-    ("enable-garbage-collector", Takes::Bool),
-    ("enable-hostpath-provisioner", Takes::Bool),
-    ("enable-leader-migration", Takes::Bool),
-    ("external-cloud-volume-plugin", Takes::Value),
-    ("flex-volume-plugin-dir", Takes::Value),
-    (
-        "horizontal-pod-autoscaler-cpu-initialization-period",
-        Takes::Value,
-    ),
-    (
-        "horizontal-pod-autoscaler-downscale-stabilization",
-        Takes::Value,
-    ),
-    (
-        "horizontal-pod-autoscaler-initial-readiness-delay",
-        Takes::Value,
-    ),
-    ("horizontal-pod-autoscaler-sync-period", Takes::Value),
-    ("horizontal-pod-autoscaler-tolerance", Takes::Value),
-    ("http2-max-streams-per-connection", Takes::Value),
-    ("large-cluster-size-threshold", Takes::Value),
-    ("leader-migration-config", Takes::Value),
-    ("legacy-service-account-token-clean-up-period", Takes::Value),
-    ("log-flush-frequency", Takes::Value),
-    ("log-json-info-buffer-size", Takes::Value),
-    ("log-json-split-stream", Takes::Bool),
-    ("log-text-info-buffer-size", Takes::Value),
-    ("log-text-split-stream", Takes::Bool),
-    ("min-compatibility-version", Takes::Value),
-    ("min-resync-period", Takes::Value),
-    ("namespace-sync-period", Takes::Value),
-    ("node-cidr-mask-size", Takes::Value),
-    ("node-cidr-mask-size-ipv4", Takes::Value),
-    ("node-cidr-mask-size-ipv6", Takes::Value),
-    ("node-eviction-rate", Takes::Value),
-    ("node-monitor-grace-period", Takes::Value),
-    ("node-monitor-period", Takes::Value),
-    ("node-startup-grace-period", Takes::Value),
-    ("permit-address-sharing", Takes::Bool),
-    ("permit-port-sharing", Takes::Bool),
-    ("pv-recycler-increment-timeout-nfs", Takes::Value),
-    ("pv-recycler-minimum-timeout-hostpath", Takes::Value),
-    ("pv-recycler-minimum-timeout-nfs", Takes::Value),
-    ("pv-recycler-pod-template-filepath-hostpath", Takes::Value),
-    ("pv-recycler-pod-template-filepath-nfs", Takes::Value),
-    ("pv-recycler-timeout-increment-hostpath", Takes::Value),
-    ("pvclaimbinder-sync-period", Takes::Value),
-    ("requestheader-allowed-names", Takes::Value),
-    ("requestheader-extra-headers-prefix", Takes::Value),
-    ("requestheader-group-headers", Takes::Value),
-    ("requestheader-uid-headers", Takes::Value),
-    ("requestheader-username-headers", Takes::Value),
-    ("resource-quota-sync-period", Takes::Value),
-    ("root-ca-file", Takes::Value),
-    ("route-reconciliation-period", Takes::Value),
-    ("secondary-node-eviction-rate", Takes::Value),
-    ("service-account-private-key-file", Takes::Value),
-    ("service-cluster-ip-range", Takes::Value),
-    ("show-hidden-metrics-for-version", Takes::Value),
-    ("terminated-pod-gc-threshold", Takes::Value),
-    ("tls-cipher-suites", Takes::Value),
-    ("tls-curve-preferences", Takes::Value),
-    ("tls-min-version", Takes::Value),
-    ("tls-sni-cert-key", Takes::Value),
-    ("unhealthy-zone-threshold", Takes::Value),
-    ("unsupported-kube-api-over-localhost", Takes::Bool),
+/// kube-controller-manager v1.36's bool flags that kube-endpoints accepts and ignores: every
+/// flag its `--help` lists as `bool` that `run` does not define itself.
+const IGNORED_BOOL: &[&str] = &[
+    "allocate-node-cidrs",
+    "authentication-tolerate-lookup-failure",
+    "configure-cloud-routes",
+    "contention-profiling",
+    "disable-attach-detach-reconcile-sync",
+    "disable-force-detach-on-timeout",
+    "disable-http2-serving",
+    "enable-dynamic-provisioning",
+    "enable-garbage-collector",
+    "enable-hostpath-provisioner",
+    "enable-leader-migration",
+    "log-json-split-stream",
+    "log-text-split-stream",
+    "permit-address-sharing",
+    "permit-port-sharing",
+    "unsupported-kube-api-over-localhost",
 ];
+
+/// kube-controller-manager v1.36's other flags that kube-endpoints accepts and ignores, each
+/// taking a value.
+const IGNORED_VALUE: &[&str] = &[
+    "allow-metric-labels",
+    "allow-metric-labels-manifest",
+    "attach-detach-reconcile-sync-period",
+    "cidr-allocator-type",
+    "cloud-config",
+    "cloud-provider",
+    "cluster-cidr",
+    "cluster-name",
+    "cluster-signing-cert-file",
+    "cluster-signing-duration",
+    "cluster-signing-key-file",
+    "cluster-signing-kube-apiserver-client-cert-file",
+    "cluster-signing-kube-apiserver-client-key-file",
+    "cluster-signing-kubelet-client-cert-file",
+    "cluster-signing-kubelet-client-key-file",
+    "cluster-signing-kubelet-serving-cert-file",
+    "cluster-signing-kubelet-serving-key-file",
+    "cluster-signing-legacy-unknown-cert-file",
+    "cluster-signing-legacy-unknown-key-file",
+    "concurrent-cron-job-syncs",
+    "concurrent-daemonset-syncs",
+    "concurrent-deployment-syncs",
+    "concurrent-device-taint-eviction-syncs",
+    "concurrent-ephemeralvolume-syncs",
+    "concurrent-gc-syncs",
+    "concurrent-horizontal-pod-autoscaler-syncs",
+    "concurrent-job-syncs",
+    "concurrent-namespace-syncs",
+    "concurrent-rc-syncs",
+    "concurrent-replicaset-syncs",
+    "concurrent-resource-quota-syncs",
+    "concurrent-resourceclaim-syncs",
+    "concurrent-service-syncs",
+    "concurrent-serviceaccount-token-syncs",
+    "concurrent-statefulset-syncs",
+    "concurrent-ttl-after-finished-syncs",
+    "concurrent-validating-admission-policy-status-syncs",
+    "controller-shutdown-timeout",
+    "controller-start-interval",
+    "disabled-metrics",
+    "emulated-version",
+    "external-cloud-volume-plugin",
+    "flex-volume-plugin-dir",
+    "horizontal-pod-autoscaler-cpu-initialization-period",
+    "horizontal-pod-autoscaler-downscale-stabilization",
+    "horizontal-pod-autoscaler-initial-readiness-delay",
+    "horizontal-pod-autoscaler-sync-period",
+    "horizontal-pod-autoscaler-tolerance",
+    "http2-max-streams-per-connection",
+    "large-cluster-size-threshold",
+    "leader-migration-config",
+    "legacy-service-account-token-clean-up-period",
+    "log-flush-frequency",
+    "log-json-info-buffer-size",
+    "log-text-info-buffer-size",
+    "min-compatibility-version",
+    "min-resync-period",
+    "namespace-sync-period",
+    "node-cidr-mask-size",
+    "node-cidr-mask-size-ipv4",
+    "node-cidr-mask-size-ipv6",
+    "node-eviction-rate",
+    "node-monitor-grace-period",
+    "node-monitor-period",
+    "node-startup-grace-period",
+    "pv-recycler-increment-timeout-nfs",
+    "pv-recycler-minimum-timeout-hostpath",
+    "pv-recycler-minimum-timeout-nfs",
+    "pv-recycler-pod-template-filepath-hostpath",
+    "pv-recycler-pod-template-filepath-nfs",
+    "pv-recycler-timeout-increment-hostpath",
+    "pvclaimbinder-sync-period",
+    "requestheader-allowed-names",
+    "requestheader-extra-headers-prefix",
+    "requestheader-group-headers",
+    "requestheader-uid-headers",
+    "requestheader-username-headers",
+    "resource-quota-sync-period",
+    "root-ca-file",
+    "route-reconciliation-period",
+    "secondary-node-eviction-rate",
+    "service-account-private-key-file",
+    "service-cluster-ip-range",
+    "show-hidden-metrics-for-version",
+    "terminated-pod-gc-threshold",
+    "tls-cipher-suites",
+    "tls-curve-preferences",
+    "tls-min-version",
+    "tls-sni-cert-key",
+    "unhealthy-zone-threshold",
+];
+
+/// kube-controller-manager v1.36's flags that kube-endpoints accepts and ignores (every flag
+/// its `--help` lists that `run` does not define itself), with what each takes, by name.
+pub fn all() -> Vec<(&'static str, Takes)> {
+    let bools = IGNORED_BOOL.iter().map(|name| (*name, Takes::Bool));
+    let values = IGNORED_VALUE.iter().map(|name| (*name, Takes::Value));
+    let mut all: Vec<_> = bools.chain(values).collect();
+    all.sort_unstable_by_key(|(name, _)| *name);
+    all
+}
 
 /// What the command line holds once the ignored flags are taken out.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -154,12 +151,13 @@ pub struct Split {
     pub ignored: Vec<String>,
 }
 
-/// The ignored flag a `--name` argument names, if any.
+/// What the ignored flag a `--name` argument names takes, if it names one.
 fn ignored(name: &str) -> Option<Takes> {
-    IGNORED
-        .iter()
-        .find(|(known, _)| *known == name)
-        .map(|(_, takes)| *takes)
+    if IGNORED_BOOL.contains(&name) {
+        Some(Takes::Bool)
+    } else {
+        IGNORED_VALUE.contains(&name).then_some(Takes::Value)
+    }
 }
 
 /// Takes the ignored flags out of `args`. A value flag without a value is an error, as it is
@@ -203,7 +201,7 @@ pub fn closest<'a>(unknown: &str, known: impl IntoIterator<Item = &'a str>) -> O
     let unknown = unknown.split_once('=').map_or(unknown, |(name, _)| name);
     known
         .into_iter()
-        .chain(IGNORED.iter().map(|(name, _)| *name))
+        .chain(all().into_iter().map(|(name, _)| name))
         .map(|name| (strsim::jaro_winkler(unknown, name), name))
         .filter(|(score, _)| *score >= 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))
@@ -292,13 +290,13 @@ mod tests {
                 "--{name} is neither run's nor ignored"
             );
         }
-        for (name, takes) in IGNORED {
+        for (name, takes) in all() {
             let line = spec
                 .lines()
                 .find(|l| l.split_whitespace().next() == Some(&format!("--{name}")))
                 .unwrap_or_else(|| panic!("--{name} is not a v1.36 flag"));
             let is_bool = line.split_whitespace().nth(1) == Some("bool");
-            assert_eq!(is_bool, *takes == Takes::Bool, "--{name}");
+            assert_eq!(is_bool, takes == Takes::Bool, "--{name}");
             assert!(!ours.iter().any(|o| o == name), "--{name} is ours too");
         }
     }

@@ -345,18 +345,11 @@ pub async fn run_dynamic(case: &Case) -> Result<(Written, Writes)> {
 
 /// Every Endpoints, EndpointSlice and Event, read through the API.
 async fn read_written(client: &kube::Client) -> Result<Written> {
-    let lp = kube::api::ListParams::default();
-    let endpoints = kube::Api::<Endpoints>::all(client.clone())
-        .list(&lp)
-        .await?;
-    let slices = kube::Api::<EndpointSlice>::all(client.clone())
-        .list(&lp)
-        .await?;
-    let events = kube::Api::<Event>::all(client.clone()).list(&lp).await?;
+    let events: Vec<Event> = crate::snapshot::list(client, None).await?;
     Ok(Written {
-        endpoints: endpoints.items,
-        endpoint_slices: slices.items,
-        events: events.items.iter().map(compare::Event::from).collect(),
+        endpoints: crate::snapshot::list(client, None).await?,
+        endpoint_slices: crate::snapshot::list(client, None).await?,
+        events: events.iter().map(compare::Event::from).collect(),
     })
 }
 

@@ -15,20 +15,12 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The resources whose writes are counted.
-const COUNTED: &[&str] = &["endpoints", "endpointslices"];
-
 /// When the controllers count as settled before a step is sent (see [`crate::settle`]):
 /// idle, with nothing due within three seconds, what a 1.5 s quiet window with a 1.5 s
 /// horizon waited for. Longer than `plan`'s: slice events reach the controllers after a
 /// one-second batch delay, and the sync they queue is waited for. One settle may take two
 /// minutes before the case fails as not settling.
-const STEP_QUIET: Quiet = Quiet {
-    resources: COUNTED,
-    window: Duration::from_millis(1500),
-    horizon: Duration::from_millis(1500),
-    deadline: Duration::from_secs(120),
-};
+const STEP_QUIET: Quiet = Quiet::on_writes(Duration::from_millis(1500), Duration::from_secs(120));
 
 /// One change of `steps.yaml`.
 #[derive(Debug, Clone, PartialEq)]

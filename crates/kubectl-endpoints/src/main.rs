@@ -88,8 +88,8 @@ fn flags_doc() -> String {
          `kube-endpoints` is the binary that runs in a cluster; `kubectl-endpoints` holds the\n\
          workstation tools (also `kubectl endpoints ...` when it is on your PATH).\n",
     );
-    let ignored: Vec<String> = kube_endpoints::ignored_flags::IGNORED
-        .iter()
+    let ignored: Vec<String> = kube_endpoints::ignored_flags::all()
+        .into_iter()
         .map(|(name, takes)| match takes {
             kube_endpoints::ignored_flags::Takes::Bool => format!("`--{name}`"),
             kube_endpoints::ignored_flags::Takes::Value => format!("`--{name}=...`"),

@@ -25,19 +25,11 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The resources whose writes are reported.
-const WRITTEN: &[&str] = &["endpoints", "endpointslices"];
-
 /// When a run counts as settled (see [`crate::settle`]): the controllers idle, with nothing
 /// due within half a second (what a 250 ms quiet window with a 250 ms horizon waited for;
 /// longer waits, such as the one-second delay of a slice write's echo, are not waited for),
 /// within ten minutes.
-const QUIET: Quiet = Quiet {
-    resources: WRITTEN,
-    window: Duration::from_millis(250),
-    horizon: Duration::from_millis(250),
-    deadline: Duration::from_secs(600),
-};
+const QUIET: Quiet = Quiet::on_writes(Duration::from_millis(250), Duration::from_secs(600));
 
 /// What to run.
 #[derive(Debug, Clone)]

@@ -30,6 +30,9 @@ use tokio::time::Instant;
 /// them settled and the one that confirms it.
 const POLL: Duration = Duration::from_millis(5);
 
+/// The resources the controllers write: settling waits for their writes to stop.
+pub const WRITTEN: &[&str] = &["endpoints", "endpointslices"];
+
 /// What settling means for one caller.
 #[derive(Debug, Clone, Copy)]
 pub struct Quiet {
@@ -47,6 +50,18 @@ pub struct Quiet {
 }
 
 impl Quiet {
+    /// Settling on the controllers' writes ([`WRITTEN`]) with a horizon as long as the
+    /// window, as the former quiet window waited: `plan`, `dev` and the dynamic cases, each
+    /// with its own window and deadline.
+    pub const fn on_writes(window: Duration, deadline: Duration) -> Self {
+        Self {
+            resources: WRITTEN,
+            window,
+            horizon: window,
+            deadline,
+        }
+    }
+
     /// How far ahead the controllers' queues must be empty for them to count as settled:
     /// what the window waited for, see the module comment.
     pub fn idle_horizon(&self) -> Duration {
@@ -124,12 +139,7 @@ mod tests {
     use serde_json::json;
     use std::sync::Arc;
 
-    const QUIET: Quiet = Quiet {
-        resources: &["endpoints", "endpointslices"],
-        window: Duration::from_millis(250),
-        horizon: Duration::from_millis(250),
-        deadline: Duration::from_secs(60),
-    };
+    const QUIET: Quiet = Quiet::on_writes(Duration::from_millis(250), Duration::from_secs(60));
 
     fn options() -> controller::Options {
         controller::Options {

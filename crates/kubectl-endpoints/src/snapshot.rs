@@ -26,7 +26,9 @@ pub struct Snapshot {
     pub slices: Vec<EndpointSlice>,
 }
 
-async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>>
+/// Every object of the namespaced kind `K` in `namespace` (in all namespaces when `None`), in
+/// one list request.
+pub async fn list<K>(client: &Client, namespace: Option<&str>) -> Result<Vec<K>>
 where
     K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope>
         + Clone

@@ -4,6 +4,9 @@
 //!   running in a task, typed access to the objects and waits on what they hold;
 //! - [`build`]: the objects the controllers read, built with named setters;
 //! - [`inspect`]: reading what the controllers wrote;
+//! - [`mirroring`]: hand-written Endpoints and the slices mirrored from them;
+//! - [`process`]: running a program and reading how it ended; skipping a test without its tool;
+//! - [`replica`]: leader-elected replicas of the controllers, as `run` starts them;
 //! - [`server`]: raw requests to the embedded API server, and its error Statuses;
 //! - [`wait`]: retrying a probe until it holds, and bounding a future, without timing
 //!   assertions.
@@ -15,6 +18,7 @@ pub mod build;
 pub mod cluster;
 pub mod inspect;
 pub mod mirroring;
+pub mod process;
 pub mod replica;
 pub mod server;
 pub mod wait;

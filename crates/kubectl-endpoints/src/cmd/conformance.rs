@@ -32,7 +32,11 @@ pub struct ConformanceArgs {
 
 /// Runs the command; true when every case passed.
 pub fn run(args: ConformanceArgs) -> Result<bool> {
-    let (mut passed, mut failed) = (0, 0);
+    let mut tally = Tally {
+        verbose: args.verbose,
+        passed: 0,
+        failed: 0,
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -65,14 +69,7 @@ pub fn run(args: ConformanceArgs) -> Result<bool> {
                     }
                     Err(err) => vec![format!("live: {err:#}")],
                 };
-                report(
-                    &mut out,
-                    &case.name,
-                    &diffs,
-                    args.verbose,
-                    &mut passed,
-                    &mut failed,
-                )?;
+                tally.report(&mut out, &case.name, &diffs)?;
                 continue;
             }
             let mut diffs: Vec<String> = match runtime.block_on(run_offline(&case)) {
@@ -92,42 +89,43 @@ pub fn run(args: ConformanceArgs) -> Result<bool> {
                     Err(err) => diffs.push(format!("live: {err:#}")),
                 }
             }
-            report(
-                &mut out,
-                &case.name,
-                &diffs,
-                args.verbose,
-                &mut passed,
-                &mut failed,
-            )?;
+            tally.report(&mut out, &case.name, &diffs)?;
         }
     }
-    writeln!(out, "{passed} passed, {failed} failed")?;
-    Ok(failed == 0)
+    writeln!(out, "{} passed, {} failed", tally.passed, tally.failed)?;
+    Ok(tally.failed == 0)
 }
 
-/// Prints one case's verdict and counts it.
-fn report(
-    out: &mut impl Write,
-    name: &str,
-    diffs: &[String],
+/// The cases' verdicts so far, and how much of a failure to print.
+struct Tally {
+    /// Print every difference of a failing case, not the first 20.
     verbose: bool,
-    passed: &mut usize,
-    failed: &mut usize,
-) -> std::io::Result<()> {
-    if diffs.is_empty() {
-        *passed += 1;
-        return writeln!(out, "{name}: ok");
+    passed: usize,
+    failed: usize,
+}
+
+impl Tally {
+    /// Prints one case's verdict and counts it.
+    fn report(
+        &mut self,
+        out: &mut impl Write,
+        name: &str,
+        diffs: &[String],
+    ) -> std::io::Result<()> {
+        if diffs.is_empty() {
+            self.passed += 1;
+            return writeln!(out, "{name}: ok");
+        }
+        self.failed += 1;
+        writeln!(out, "{name}: FAILED ({} differences)", diffs.len())?;
+        let shown = if self.verbose {
+            diffs.len()
+        } else {
+            diffs.len().min(20)
+        };
+        for d in &diffs[..shown] {
+            writeln!(out, "    {d}")?;
+        }
+        Ok(())
     }
-    *failed += 1;
-    writeln!(out, "{name}: FAILED ({} differences)", diffs.len())?;
-    let shown = if verbose {
-        diffs.len()
-    } else {
-        diffs.len().min(20)
-    };
-    for d in &diffs[..shown] {
-        writeln!(out, "    {d}")?;
-    }
-    Ok(())
 }

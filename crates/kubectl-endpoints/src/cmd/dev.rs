@@ -5,6 +5,7 @@ use clap::Args;
 use kube_endpoints::args::ControllerFlags;
 use kube_endpoints::run::Session;
 use kubectl_endpoints::settle::{settle, Controllers, Quiet};
+use kubectl_endpoints::snapshot::list;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,12 +13,7 @@ use std::time::Duration;
 /// When `--exit-when-synced` prints (see [`kubectl_endpoints::settle`]): the controllers idle with
 /// nothing due within a second (what a 500 ms quiet window with a 500 ms horizon waited
 /// for), or after ten minutes whatever they do.
-const QUIET: Quiet = Quiet {
-    resources: &["endpoints", "endpointslices"],
-    window: Duration::from_millis(500),
-    horizon: Duration::from_millis(500),
-    deadline: Duration::from_secs(600),
-};
+const QUIET: Quiet = Quiet::on_writes(Duration::from_millis(500), Duration::from_secs(600));
 
 /// Start the embedded API server, load manifests into it, and run the controllers against it
 /// over HTTP, as they would run against a cluster. Prints how to use kubectl with it. Runs
@@ -107,19 +103,14 @@ pub async fn run(args: DevArgs) -> Result<()> {
 async fn print_objects(client: &kube::Client) -> Result<()> {
     use k8s_openapi::api::core::v1::Endpoints;
     use k8s_openapi::api::discovery::v1::EndpointSlice;
-    let lp = kube::api::ListParams::default();
-    let slices = kube::Api::<EndpointSlice>::all(client.clone())
-        .list(&lp)
-        .await?;
-    let endpoints = kube::Api::<Endpoints>::all(client.clone())
-        .list(&lp)
-        .await?;
+    let slices: Vec<EndpointSlice> = list(client, None).await?;
+    let endpoints: Vec<Endpoints> = list(client, None).await?;
     // managedFields only say who wrote what when, and kubectl hides them too.
-    for mut e in endpoints.items {
+    for mut e in endpoints {
         e.metadata.managed_fields = None;
         println!("---\n{}", serde_norway::to_string(&e)?);
     }
-    for mut s in slices.items {
+    for mut s in slices {
         s.metadata.managed_fields = None;
         println!("---\n{}", serde_norway::to_string(&s)?);
     }

@@ -50,10 +50,10 @@ pub fn disagreements(explanations: &[Explanation], upstream: &Value) -> Vec<Stri
                 upstream_pods.remove(&pod.name)
             };
             let agrees = match theirs {
-                Some(ready) => pod.verdict.in_slices() && pod.ready == Some(ready),
+                Some(ready) => pod.verdict.in_slices() && pod.in_slices.ready == Some(ready),
                 None => {
                     !pod.verdict.in_slices()
-                        && pod.ready.is_none()
+                        && pod.in_slices.ready.is_none()
                         && pod.verdict != super::Verdict::Unexplained
                 }
             };
@@ -63,7 +63,7 @@ pub fn disagreements(explanations: &[Explanation], upstream: &Value) -> Vec<Stri
                     e.service,
                     pod.name,
                     pod.verdict.phrase(),
-                    pod.ready,
+                    pod.in_slices.ready,
                     pod.reason,
                     match theirs {
                         Some(ready) => format!("has it in a slice with ready={ready}"),

@@ -24,12 +24,19 @@ pub struct ZoneFigures {
     /// node information suffices.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpu_share: Option<f64>,
-    /// Topology mode Auto: the fewest endpoints the zone may be hinted without overload.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub minimum: Option<usize>,
-    /// Topology mode Auto: the most.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub maximum: Option<usize>,
+    /// Topology mode Auto: how many endpoints the zone may be hinted without overload, when
+    /// the zones' shares allow an allocation (`minimum` and `maximum` in the JSON).
+    #[serde(flatten)]
+    pub allowed: Option<HintBounds>,
+}
+
+/// The bounds an allocation sets on one zone's hinted endpoints: always both, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct HintBounds {
+    /// The fewest endpoints the zone may be hinted without overload.
+    pub minimum: usize,
+    /// The most.
+    pub maximum: usize,
 }
 
 /// The hints part of an explanation.
@@ -102,10 +109,13 @@ pub(crate) fn explain_hints(
         for (zone, share) in ratios {
             let f = figures(&mut zones, zone);
             f.cpu_share = Some(*share);
-            if let Some(a) = allocations.as_ref().and_then(|a| a.get(zone)) {
-                f.minimum = Some(a.minimum);
-                f.maximum = Some(a.maximum);
-            }
+            f.allowed = allocations
+                .as_ref()
+                .and_then(|a| a.get(zone))
+                .map(|a| HintBounds {
+                    minimum: a.minimum,
+                    maximum: a.maximum,
+                });
         }
     }
     let event = events
@@ -145,7 +155,6 @@ fn figures<'a>(zones: &'a mut BTreeMap<String, ZoneFigures>, zone: &str) -> &'a 
         ready_endpoints: 0,
         hinted_endpoints: 0,
         cpu_share: None,
-        minimum: None,
-        maximum: None,
+        allowed: None,
     })
 }

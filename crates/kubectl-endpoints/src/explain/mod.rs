@@ -22,7 +22,7 @@ pub use render::render_text;
 use crate::plan::{plan, Outcome, PlanSettings, RecordedEvent};
 use crate::snapshot::Snapshot;
 use anyhow::{bail, Context, Result};
-use k8s_openapi::api::core::v1::{Endpoints, Service};
+use k8s_openapi::api::core::v1::{EndpointAddress, Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube_endpoints::flags::OutputFlags;
 use reconcile::compare;
@@ -33,9 +33,10 @@ use reconcile::mirroring::CleanupReason;
 use reconcile::projection::ServiceInfo;
 use serde::Serialize;
 
-pub use hints::{HintsExplanation, ZoneFigures};
+pub use hints::{HintBounds, HintsExplanation, ZoneFigures};
 pub use pods::{
-    LabelDifference, Placement, PodExplanation, ReadyCondition, UnresolvedPort, Verdict,
+    LabelDifference, Placement, PodExplanation, ReadyCondition, SliceConditions, UnresolvedPort,
+    Verdict,
 };
 
 /// Which controllers write for the Service, or why none does.
@@ -431,13 +432,7 @@ fn mirroring(
 ) -> MirroringExplanation {
     let addresses: Vec<String> = hand_written
         .into_iter()
-        .flat_map(|e| e.subsets.iter().flatten())
-        .flat_map(|s| {
-            s.addresses
-                .iter()
-                .flatten()
-                .chain(s.not_ready_addresses.iter().flatten())
-        })
+        .flat_map(every_address)
         .map(|a| a.ip.clone())
         .collect();
     let mirrored: Vec<&str> = planned
@@ -484,6 +479,16 @@ fn mirroring(
     }
 }
 
+/// Every address of an Endpoints object, ready or not, subset by subset.
+fn every_address(endpoints: &Endpoints) -> impl Iterator<Item = &EndpointAddress> {
+    endpoints.subsets.iter().flatten().flat_map(|s| {
+        s.addresses
+            .iter()
+            .flatten()
+            .chain(s.not_ready_addresses.iter().flatten())
+    })
+}
+
 fn cleanup_reason_text(reason: CleanupReason) -> &'static str {
     match reason {
         CleanupReason::EndpointsMissing => "there is no Endpoints object of its name",
@@ -510,18 +515,8 @@ fn truncation(
         .annotations
         .as_ref()?
         .get(OVER_CAPACITY)?;
-    let kept: std::collections::BTreeSet<&str> = endpoints
-        .subsets
-        .iter()
-        .flatten()
-        .flat_map(|s| {
-            s.addresses
-                .iter()
-                .flatten()
-                .chain(s.not_ready_addresses.iter().flatten())
-        })
-        .map(|a| a.ip.as_str())
-        .collect();
+    let kept: std::collections::BTreeSet<&str> =
+        every_address(endpoints).map(|a| a.ip.as_str()).collect();
     let offered = pods::offered_addresses(info, snapshot);
     let dropped: Vec<String> = offered
         .iter()

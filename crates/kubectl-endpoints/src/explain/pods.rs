@@ -160,13 +160,10 @@ pub struct PodExplanation {
     pub verdict: Verdict,
     /// The verdict in one sentence with its particulars.
     pub reason: String,
-    /// The ready condition of its endpoint in the slices the controllers write; `None` for a
-    /// pod in no slice.
-    pub ready: Option<bool>,
-    /// Its serving condition there.
-    pub serving: Option<bool>,
-    /// Its terminating condition there.
-    pub terminating: Option<bool>,
+    /// Its endpoint's conditions in the slices the controllers write (`ready`, `serving` and
+    /// `terminating` in the JSON).
+    #[serde(flatten)]
+    pub in_slices: SliceConditions,
     /// Its place in the Endpoints object the controllers write: `addresses`,
     /// `notReadyAddresses` or `none`.
     pub endpoints: &'static str,
@@ -195,6 +192,33 @@ pub struct PodExplanation {
     /// Whether the two agree (absent without `now`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub as_written: Option<bool>,
+}
+
+/// A pod's endpoint's conditions in the slices the controllers write; each `None` for a pod in
+/// no slice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SliceConditions {
+    /// Ready; an endpoint without the condition counts as ready, as consumers read it.
+    pub ready: Option<bool>,
+    /// Serving.
+    pub serving: Option<bool>,
+    /// Terminating.
+    pub terminating: Option<bool>,
+}
+
+impl SliceConditions {
+    /// The conditions of `endpoint`, the pod's endpoint in the slices if it has one.
+    fn of(endpoint: Option<&Endpoint>) -> Self {
+        let Some(endpoint) = endpoint else {
+            return Self::default();
+        };
+        let conditions = endpoint.conditions.clone().unwrap_or_default();
+        Self {
+            ready: Some(conditions.ready.unwrap_or(true)),
+            serving: conditions.serving,
+            terminating: conditions.terminating,
+        }
+    }
 }
 
 /// What a pod's explanation is computed from.
@@ -317,9 +341,6 @@ fn explain_pod(
         .now
         .map(|now| placement(&now.slices, now.endpoints, &info.name));
     let endpoint = find_endpoint(&cx.planned.slices, &info.name);
-    let conditions = endpoint
-        .and_then(|e| e.conditions.clone())
-        .unwrap_or_default();
     // Ports are only worth naming for a pod the selector matches.
     let unresolved_ports = if label_differences.is_empty() {
         unresolved_ports(service, info)
@@ -365,9 +386,7 @@ fn explain_pod(
         name: info.name.to_string(),
         verdict,
         reason,
-        ready: endpoint.map(|_| conditions.ready.unwrap_or(true)),
-        serving: endpoint.and(conditions.serving),
-        terminating: endpoint.and(conditions.terminating),
+        in_slices: SliceConditions::of(endpoint),
         endpoints: would_write.endpoints,
         endpoints_note,
         ips: info.ips.iter().map(|ip| ip.to_string()).collect(),

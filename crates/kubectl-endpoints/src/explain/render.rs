@@ -106,8 +106,8 @@ fn render(e: &Explanation, out: &mut String) -> std::fmt::Result {
             if let Some(share) = z.cpu_share {
                 write!(out, ", {:.1}% of the CPU", share * 100.0)?;
             }
-            if let (Some(min), Some(max)) = (z.minimum, z.maximum) {
-                write!(out, ", allowed {min}..={max}")?;
+            if let Some(allowed) = z.allowed {
+                write!(out, ", allowed {}..={}", allowed.minimum, allowed.maximum)?;
             }
             writeln!(out)?;
         }

@@ -121,6 +121,19 @@ fn json_of(e: &Explanation) -> Value {
     serde_json::to_value(e).unwrap()
 }
 
+/// Fails unless `explain`'s text for `e` contains each of `parts`, showing the text.
+fn assert_text_has(e: &Explanation, parts: &[&str]) {
+    let text = render_text(e);
+    for part in parts {
+        assert!(text.contains(part), "{part:?} not in:\n{text}");
+    }
+}
+
+/// The Service `web` and its ready pod `web-1` at 10.0.0.1.
+fn web_and_its_pod() -> Vec<Object> {
+    vec![service(json!({})), pod("web-1", "10.0.0.1", json!({}))]
+}
+
 fn the_pod<'a>(json: &'a Value, name: &str) -> &'a Value {
     json["pods"]
         .as_array()
@@ -132,11 +145,7 @@ fn the_pod<'a>(json: &'a Value, name: &str) -> &'a Value {
 
 #[tokio::test]
 async fn a_ready_pod_is_a_ready_endpoint() {
-    let e = explain_web(vec![
-        service(json!({})),
-        pod("web-1", "10.0.0.1", json!({})),
-    ])
-    .await;
+    let e = explain_web(web_and_its_pod()).await;
     let j = json_of(&e);
     assert_eq!(j["service"], "default/web");
     let p = the_pod(&j, "web-1");
@@ -145,12 +154,13 @@ async fn a_ready_pod_is_a_ready_endpoint() {
     assert_eq!(p["endpoints"], "addresses");
     assert_eq!(e.exit_code(), 0);
     assert!(e.likely_cause.is_none());
-    let text = render_text(&e);
-    assert!(
-        text.contains("ready endpoint (1):\n  web-1  10.0.0.1  node node-a"),
-        "{text}"
+    assert_text_has(
+        &e,
+        &[
+            "ready endpoint (1):\n  web-1  10.0.0.1  node node-a",
+            "ready endpoints: 1",
+        ],
     );
-    assert!(text.contains("ready endpoints: 1"), "{text}");
 }
 
 #[tokio::test]
@@ -176,15 +186,15 @@ async fn a_not_ready_pod_is_named_with_its_ready_condition() {
     assert_eq!(p["readyCondition"]["reason"], "ContainersNotReady");
     assert_eq!(p["readyCondition"]["since"], "2026-11-20T10:00:00Z");
     assert_eq!(e.exit_code(), 3);
-    let text = render_text(&e);
-    assert!(
-        text.contains(
+    assert_text_has(
+        &e,
+        &[
             "not ready: Ready=False (ContainersNotReady): containers with unready status: [app], \
-             since 2026-11-20T10:00:00Z"
-        ),
-        "{text}"
+             since 2026-11-20T10:00:00Z",
+        ],
     );
     // Nothing is ready: the cause leads.
+    let text = render_text(&e);
     let cause = text.lines().nth(3).unwrap();
     assert!(
         cause.starts_with("  NO READY ENDPOINTS. Most likely cause: 1 of the 1 pod(s)"),
@@ -229,15 +239,13 @@ async fn a_terminating_pod_serves_from_the_slice_but_not_from_endpoints() {
     let gone = the_pod(&j, "web-2");
     assert_eq!(gone["verdict"], "terminating, not serving");
     assert_eq!(gone["ready"], false);
-    let text = render_text(&e);
-    assert!(text.contains("serving but terminating (1):"), "{text}");
-    assert!(
-        text.contains("terminating, not serving (1):\n  web-2  10.0.0.2  node node-a\n    being deleted and not serving (Ready=False)"),
-        "{text}"
-    );
-    assert!(
-        text.contains("not in the Endpoints object: terminating pods"),
-        "{text}"
+    assert_text_has(
+        &e,
+        &[
+            "serving but terminating (1):",
+            "terminating, not serving (1):\n  web-2  10.0.0.2  node node-a\n    being deleted and not serving (Ready=False)",
+            "not in the Endpoints object: terminating pods",
+        ],
     );
 
     // With publishNotReadyAddresses the same pod is ready everywhere.
@@ -280,14 +288,12 @@ async fn finished_and_ip_less_pods_are_excluded() {
     assert_eq!(p["verdict"], "excluded: no IP");
     assert!(p["reason"].as_str().unwrap().contains("not scheduled"));
     assert_eq!(e.exit_code(), 3);
-    let text = render_text(&e);
-    assert!(
-        text.contains("excluded: pod Failed or Succeeded (2):"),
-        "{text}"
-    );
-    assert!(
-        text.contains("excluded: no IP (1):\n  pending  no IP  node -"),
-        "{text}"
+    assert_text_has(
+        &e,
+        &[
+            "excluded: pod Failed or Succeeded (2):",
+            "excluded: no IP (1):\n  pending  no IP  node -",
+        ],
     );
 }
 
@@ -302,7 +308,7 @@ async fn a_pod_without_an_ip_of_the_services_family_is_excluded() {
     let p = the_pod(&j, "web-1");
     assert_eq!(p["verdict"], "excluded: no IP of the Service's family");
     assert!(p["reason"].as_str().unwrap().contains("IPv6"), "{p}");
-    assert!(render_text(&e).contains("are not of the Service's address type (IPv6)"));
+    assert_text_has(&e, &["are not of the Service's address type (IPv6)"]);
 }
 
 #[tokio::test]
@@ -323,7 +329,7 @@ async fn a_pod_on_an_unknown_node_is_excluded_and_the_failure_event_named() {
         .iter()
         .any(|ev| ev.reason == "FailedToUpdateEndpointSlices"
             && ev.message.contains("Node ghost Not Found")));
-    assert!(render_text(&e).contains("in the Endpoints object's addresses"));
+    assert_text_has(&e, &["in the Endpoints object's addresses"]);
 }
 
 #[tokio::test]
@@ -351,10 +357,11 @@ async fn a_named_port_the_pod_lacks_is_named_with_the_ports_searched() {
         p["unresolvedPorts"][0]["containerPorts"],
         json!(["http/TCP:8080", "metrics/UDP:9100"])
     );
-    let text = render_text(&e);
-    assert!(
-        text.contains("Service port \"metrics\" (targetPort metrics TCP): no container port of that name and protocol among [http/TCP:8080, metrics/UDP:9100]"),
-        "{text}"
+    assert_text_has(
+        &e,
+        &[
+            "Service port \"metrics\" (targetPort metrics TCP): no container port of that name and protocol among [http/TCP:8080, metrics/UDP:9100]",
+        ],
     );
 }
 
@@ -394,14 +401,12 @@ async fn near_matches_name_the_label_that_differs_and_strangers_are_left_out() {
         p["labelDifferences"],
         json!([{"key": "tier", "wanted": "fe", "actual": null}])
     );
-    let text = render_text(&e);
-    assert!(
-        text.contains("tier=fe wanted, the pod has tier=be"),
-        "{text}"
-    );
-    assert!(
-        text.contains("tier=fe wanted, the pod has no label tier"),
-        "{text}"
+    assert_text_has(
+        &e,
+        &[
+            "tier=fe wanted, the pod has tier=be",
+            "tier=fe wanted, the pod has no label tier",
+        ],
     );
     assert!(
         e.likely_cause
@@ -424,7 +429,7 @@ async fn external_name_and_deleted_services_are_not_managed() {
     assert_eq!(j["management"]["selectorControllers"], false);
     assert_eq!(the_pod(&j, "web-1")["verdict"], "Service not managed");
     assert_eq!(e.exit_code(), 3);
-    assert!(render_text(&e).contains("type ExternalName"));
+    assert_text_has(&e, &["type ExternalName"]);
 
     let mut deleting = service(json!({}));
     if let Object::Service(s) = &mut deleting {
@@ -482,9 +487,10 @@ async fn a_selectorless_service_says_whether_and_what_is_mirrored() {
     let m = e.mirroring.as_ref().unwrap();
     assert_eq!(m.mirrored_addresses, 2);
     assert_eq!(m.not_mirrored, ["10.0.0.3"]);
-    assert!(render_text(&e).contains(
-        "not mirrored (over --mirroring-max-endpoints-per-subset, or not an IP): 10.0.0.3"
-    ));
+    assert_text_has(
+        &e,
+        &["not mirrored (over --mirroring-max-endpoints-per-subset, or not an IP): 10.0.0.3"],
+    );
 
     for (labels, annotations, why) in [
         (
@@ -503,7 +509,7 @@ async fn a_selectorless_service_says_whether_and_what_is_mirrored() {
         assert!(!m.mirrored);
         assert!(m.reason.as_deref().unwrap().contains(why), "{m:?}");
         assert_eq!(e.exit_code(), 3);
-        assert!(render_text(&e).contains(why));
+        assert_text_has(&e, &[why]);
     }
     let e = explain_web(vec![no_selector()]).await;
     assert!(e
@@ -613,16 +619,14 @@ async fn hints_say_why_in_upstreams_words_with_the_zone_figures() {
             ("zone-c".to_owned(), 0, Some(0.5)),
         ]
     );
-    let text = render_text(&e);
-    assert!(
-        text.contains("zone zone-c: 0 ready endpoint(s), 0 hinted, 50.0% of the CPU"),
-        "{text}"
-    );
-    assert!(
-        text.contains(
-            "event: Warning TopologyAwareHintsDisabled: Insufficient number of endpoints"
-        ),
-        "{text}"
+    // No allocation, no bounds: the JSON leaves them out.
+    assert!(json_of(&e)["hints"]["zones"][2].get("minimum").is_none());
+    assert_text_has(
+        &e,
+        &[
+            "zone zone-c: 0 ready endpoint(s), 0 hinted, 50.0% of the CPU",
+            "event: Warning TopologyAwareHintsDisabled: Insufficient number of endpoints",
+        ],
     );
 
     // Five endpoints over shares of 1/4, 1/4 and 1/2: the zones' minimums (2, 2 and 3) add
@@ -647,7 +651,19 @@ async fn hints_say_why_in_upstreams_words_with_the_zone_figures() {
     let h = e.hints.as_ref().unwrap();
     assert!(h.written, "{h:?}");
     let zone_c = h.zones.iter().find(|z| z.zone == "zone-c").unwrap();
-    assert_eq!((zone_c.minimum, zone_c.maximum), (Some(4), Some(4)));
+    assert_eq!(
+        zone_c.allowed,
+        Some(HintBounds {
+            minimum: 4,
+            maximum: 4
+        })
+    );
+    // The JSON carries the bounds as the zone's own `minimum` and `maximum`.
+    let zones = &json_of(&e)["hints"]["zones"];
+    assert_eq!(
+        (&zones[2]["minimum"], &zones[2]["maximum"]),
+        (&json!(4), &json!(4))
+    );
     assert_eq!(zone_c.hinted_endpoints, 4);
 
     // trafficDistribution: each endpoint hints its own zone.
@@ -689,7 +705,7 @@ async fn an_endpoints_object_over_capacity_names_the_dropped_addresses() {
             .unwrap()
             .contains("truncated to 1000"));
     }
-    assert!(render_text(&e).contains("Endpoints truncated: 1000 of 1002 address(es) kept"));
+    assert_text_has(&e, &["Endpoints truncated: 1000 of 1002 address(es) kept"]);
 }
 
 #[tokio::test]
@@ -710,11 +726,7 @@ async fn an_unknown_service_is_refused_with_close_names() {
 
 #[tokio::test]
 async fn the_corpus_check_notices_a_wrong_ready_condition() {
-    let e = explain_web(vec![
-        service(json!({})),
-        pod("web-1", "10.0.0.1", json!({})),
-    ])
-    .await;
+    let e = explain_web(web_and_its_pod()).await;
     let upstream = |ready: bool| {
         json!({"endpointslices": [{
             "metadata": {"namespace": "default", "labels": {"kubernetes.io/service-name": "web"}},
@@ -750,12 +762,9 @@ async fn what_the_cluster_holds_is_compared_with_the_plan_each_side_named() {
         }))
         .unwrap(),
     );
-    let e = explain_web(vec![
-        service(json!({})),
-        pod("web-1", "10.0.0.1", json!({})),
-        slice,
-    ])
-    .await;
+    let mut objects = web_and_its_pod();
+    objects.push(slice);
+    let e = explain_web(objects).await;
     assert_eq!(e.as_written, Some(false));
     assert!(
         e.differences.iter().all(|d| d.starts_with("default/web ")),
@@ -771,9 +780,8 @@ async fn what_the_cluster_holds_is_compared_with_the_plan_each_side_named() {
         endpoints.contains("only plan [{") && endpoints.contains("; only cluster [{"),
         "{endpoints}"
     );
-    let text = render_text(&e);
-    assert!(
-        text.contains("The cluster differs from what the controllers would write:\n  default/web "),
-        "{text}"
+    assert_text_has(
+        &e,
+        &["The cluster differs from what the controllers would write:\n  default/web "],
     );
 }

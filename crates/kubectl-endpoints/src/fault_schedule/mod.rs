@@ -27,6 +27,7 @@ mod gc;
 pub mod schedule;
 pub mod verdict;
 
+use crate::settle::WRITTEN;
 use anyhow::{anyhow, bail, Context, Result};
 use cluster::Cluster;
 pub use cluster::Restores;
@@ -35,9 +36,6 @@ use futures::StreamExt;
 use schedule::{Action, Event};
 pub use schedule::{Mix, Schedule};
 use std::time::{Duration, Instant};
-
-/// Writes that must stop before the controllers count as settled.
-const WRITTEN: &[&str] = &["endpoints", "endpointslices"];
 
 /// Keys due further out than this when the controllers go idle are not waited for: a long
 /// backoff is not work in progress.

@@ -2,17 +2,67 @@
 //! embedded controllers, at tiny sizes. No timing assertions: only that runs converge, exit as
 //! documented, and report every figure.
 
+use crate::cli;
 use serde_json::Value;
 use std::process::{Command, Output};
 
-fn bench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
-        .arg("bench")
-        .args(args)
-        .args(["--quiet", "-o", "json", "--timeout", "2m"])
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap()
+/// One `bench` run: a scenario, its size and flags, with warnings only in the log.
+struct Bench(Command);
+
+impl Bench {
+    /// `bench --scenario NAME` at the scenario's default size.
+    fn scenario(name: &str) -> Self {
+        let mut command = cli();
+        command
+            .args(["bench", "--scenario", name])
+            .env("RUST_LOG", "warn");
+        Self(command)
+    }
+
+    /// `--services` and `--pods-per-service`.
+    fn size(mut self, services: u32, pods_per_service: u32) -> Self {
+        self.0
+            .arg("--services")
+            .arg(services.to_string())
+            .arg("--pods-per-service")
+            .arg(pods_per_service.to_string());
+        self
+    }
+
+    /// `--churn`: the size of the measured churn (readiness flips, pods replaced...).
+    fn churn(mut self, pods: u32) -> Self {
+        self.0.arg("--churn").arg(pods.to_string());
+        self
+    }
+
+    /// More flags.
+    fn args(mut self, args: &[&str]) -> Self {
+        self.0.args(args);
+        self
+    }
+
+    /// Runs it with the JSON report, stopping it after `timeout`.
+    fn json_within(mut self, timeout: &str) -> Output {
+        self.0
+            .args(["--quiet", "-o", "json", "--timeout", timeout])
+            .output()
+            .unwrap()
+    }
+
+    /// Runs it with the JSON report and a timeout that only ends a hung run.
+    fn json(self) -> Output {
+        self.json_within("2m")
+    }
+
+    /// Runs it with the table report, quiet (`-q`) and without a timeout.
+    fn table(mut self) -> Output {
+        self.0.arg("-q").output().unwrap()
+    }
+
+    /// Runs it with the JSON report, which must say the run converged.
+    fn converged(self) -> Value {
+        assert_converged(&self.json())
+    }
 }
 
 fn report(output: &Output) -> Value {
@@ -42,15 +92,7 @@ fn assert_converged(output: &Output) -> Value {
 
 #[test]
 fn create_reports_convergence_latency_requests_cpu_and_rss() {
-    let out = bench(&[
-        "--scenario",
-        "create",
-        "--services",
-        "5",
-        "--pods-per-service",
-        "4",
-    ]);
-    let r = assert_converged(&out);
+    let r = Bench::scenario("create").size(5, 4).converged();
     assert!(r["convergence_seconds"].as_f64().is_some());
     for view in ["slice_latency", "endpoints_latency"] {
         let l = &r[view]["latency"];
@@ -79,34 +121,14 @@ fn create_reports_convergence_latency_requests_cpu_and_rss() {
 
 #[test]
 fn flap_of_random_pods_converges() {
-    let out = bench(&[
-        "--scenario",
-        "flap",
-        "--services",
-        "3",
-        "--pods-per-service",
-        "3",
-        "--churn",
-        "20",
-    ]);
-    let r = assert_converged(&out);
+    let r = Bench::scenario("flap").size(3, 3).churn(20).converged();
     assert_eq!(r["churn"], 20);
     assert_eq!(r["pod_writes"], 20);
 }
 
 #[test]
 fn rolling_replaces_every_pod_and_converges() {
-    let out = bench(&[
-        "--scenario",
-        "rolling",
-        "--services",
-        "3",
-        "--pods-per-service",
-        "4",
-        "--churn",
-        "2",
-    ]);
-    let r = assert_converged(&out);
+    let r = Bench::scenario("rolling").size(3, 4).churn(2).converged();
     // 12 new pods (create + status), 12 old ones deleted and released.
     assert_eq!(r["pod_writes"], 48);
     assert_eq!(r["load_generator_requests"]["delete pods"], 12);
@@ -115,37 +137,17 @@ fn rolling_replaces_every_pod_and_converges() {
 #[test]
 fn scale_and_nodes_converge() {
     for scenario in ["scale", "nodes"] {
-        let out = bench(&[
-            "--scenario",
-            scenario,
-            "--services",
-            "3",
-            "--pods-per-service",
-            "3",
-            "--nodes",
-            "4",
-        ]);
-        let r = assert_converged(&out);
+        let r = Bench::scenario(scenario)
+            .size(3, 3)
+            .args(&["--nodes", "4"])
+            .converged();
         assert_eq!(r["scenario"], scenario);
     }
 }
 
 #[test]
 fn a_timeout_exits_non_zero_with_the_figures_so_far() {
-    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
-        .args([
-            "bench",
-            "--scenario",
-            "create",
-            "--services",
-            "5",
-            "--pods-per-service",
-            "4",
-        ])
-        .args(["--quiet", "-o", "json", "--timeout", "1ms"])
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
+    let out = Bench::scenario("create").size(5, 4).json_within("1ms");
     assert!(!out.status.success());
     let r = report(&out);
     assert_eq!(r["timed_out"], true);
@@ -156,34 +158,14 @@ fn a_timeout_exits_non_zero_with_the_figures_so_far() {
 
 #[test]
 fn oversized_runs_are_refused() {
-    let out = bench(&[
-        "--scenario",
-        "create",
-        "--services",
-        "1000",
-        "--pods-per-service",
-        "1000",
-    ]);
+    let out = Bench::scenario("create").size(1000, 1000).json();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("more than"));
 }
 
 #[test]
 fn the_table_names_every_figure() {
-    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
-        .args([
-            "bench",
-            "--scenario",
-            "create",
-            "--services",
-            "2",
-            "--pods-per-service",
-            "2",
-            "-q",
-        ])
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
+    let out = Bench::scenario("create").size(2, 2).table();
     assert!(
         out.status.success(),
         "{}",
@@ -203,17 +185,10 @@ fn the_table_names_every_figure() {
 
 #[test]
 fn cold_start_of_the_controller_as_its_own_process_writes_each_object_once() {
-    let out = bench(&[
-        "--scenario",
-        "cold",
-        "--controller",
-        "process",
-        "--services",
-        "4",
-        "--pods-per-service",
-        "3",
-    ]);
-    let r = assert_converged(&out);
+    let r = Bench::scenario("cold")
+        .args(&["--controller", "process"])
+        .size(4, 3)
+        .converged();
     assert_eq!(r["controller"], "process");
     assert!(r["convergence_seconds"].as_f64().is_some());
     // The workload was written before the controller started: the measured phase has no pod
@@ -237,11 +212,9 @@ fn cold_start_of_the_controller_as_its_own_process_writes_each_object_once() {
 
 #[test]
 fn process_only_flags_are_refused_for_the_embedded_controller() {
-    let out = bench(&[
-        "--scenario",
-        "create",
-        "--controller-arg=--concurrent-service-endpoint-syncs=2",
-    ]);
+    let out = Bench::scenario("create")
+        .args(&["--controller-arg=--concurrent-service-endpoint-syncs=2"])
+        .json();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--controller process"));
 }
@@ -251,21 +224,17 @@ fn process_only_flags_are_refused_for_the_embedded_controller() {
 /// see crates/bench/README.md).
 #[test]
 fn soak_samples_the_controllers_memory_over_a_steady_flap() {
-    let out = bench(&[
-        "--scenario",
-        "soak",
-        "--services",
-        "4",
-        "--pods-per-service",
-        "5",
-        "--soak-duration",
-        "4s",
-        "--soak-sample",
-        "1s",
-        "--soak-rate",
-        "5",
-    ]);
-    let r = assert_converged(&out);
+    let r = Bench::scenario("soak")
+        .size(4, 5)
+        .args(&[
+            "--soak-duration",
+            "4s",
+            "--soak-sample",
+            "1s",
+            "--soak-rate",
+            "5",
+        ])
+        .converged();
     assert_eq!(r["scenario"], "soak");
     let soak = &r["soak"];
     let samples = soak["rss_samples"].as_array().unwrap();

@@ -1,10 +1,11 @@
 //! Hostile manifests: whatever the text, loading it ends in objects or in an error that names
 //! the file, never in a panic; and text nested far too deep is refused at once.
 
-use kubectl_endpoints::manifests::{load_text, Loaded, Object};
+use crate::cli;
+use kubectl_endpoints::manifests::{into_values, load_text, Loaded};
 use proptest::prelude::*;
 use std::path::Path;
-use std::process::Command;
+use testkit::process::run;
 
 /// The example manifests shipped with the repository, as seeds for mutation.
 fn seeds() -> Vec<String> {
@@ -23,22 +24,6 @@ fn seeds() -> Vec<String> {
             .to_owned(),
     );
     seeds
-}
-
-/// The objects as the JSON the API server loads.
-fn raw(objects: Vec<Object>) -> Vec<serde_json::Value> {
-    objects
-        .into_iter()
-        .map(|o| match o {
-            Object::Namespace(x) => serde_json::to_value(x),
-            Object::Node(x) => serde_json::to_value(x),
-            Object::Service(x) => serde_json::to_value(x),
-            Object::Pod(x) => serde_json::to_value(x),
-            Object::Endpoints(x) => serde_json::to_value(x),
-            Object::EndpointSlice(x) => serde_json::to_value(x),
-        })
-        .collect::<Result<_, _>>()
-        .unwrap()
 }
 
 /// Fragments that mean something to a YAML or JSON parser, and values the typed decoding
@@ -161,7 +146,7 @@ proptest! {
             // may refuse an object, but must not fall over.
             Ok(()) => {
                 let server = apiserver::ApiServer::new(apiserver::Config::default());
-                if let Err(e) = server.apply_objects(raw(loaded.objects)) {
+                if let Err(e) = server.apply_objects(into_values(loaded.objects).unwrap()) {
                     prop_assert!(!e.to_string().is_empty());
                 }
             }
@@ -184,20 +169,12 @@ fn plan_refuses_a_manifest_nested_200000_deep_naming_the_file() {
     )
     .unwrap();
     let started = std::time::Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
-        .args(["plan", "-f"])
-        .arg(&path)
-        .output()
-        .unwrap();
+    let out = run(cli().args(["plan", "-f"]).arg(&path));
     println!("plan refused depth {depth} in {:?}", started.elapsed());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(out.stdout.is_empty());
-    assert!(
-        stderr.contains(&format!(
-            "{}: nested deeper than 128 levels (at line 3)",
-            path.display()
-        )),
-        "{stderr}"
+    let refusal = format!(
+        "{}: nested deeper than 128 levels (at line 3)",
+        path.display()
     );
+    out.assert_exit(1, &[&refusal]);
+    assert!(out.stdout.is_empty());
 }

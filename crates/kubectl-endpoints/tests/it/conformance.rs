@@ -10,6 +10,13 @@ use kubectl_endpoints::conformance::{
 };
 use kubectl_endpoints::dynamic::{compare_writes, describe_writes, Writes};
 
+/// A case's differences from upstream as one failure, showing the first ten; `None` when
+/// there are none.
+fn failure(case: &str, diffs: &[String]) -> Option<String> {
+    let shown: Vec<&str> = diffs.iter().take(10).map(String::as_str).collect();
+    (!diffs.is_empty()).then(|| format!("{case}:\n  {}", shown.join("\n  ")))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plan_matches_upstream_on_every_recorded_case() {
     let _cpu = crate::shares_cpu().await;
@@ -28,18 +35,7 @@ async fn plan_matches_upstream_on_every_recorded_case() {
         let upstream = case.upstream.as_ref().expect("recorded case");
         let ours = run_offline(&case).await.expect("the controllers settle");
         let diffs = compare(&ours, &upstream_written(upstream).expect("recording reads"));
-        if !diffs.is_empty() {
-            failures.push(format!(
-                "{}:\n  {}",
-                case.name,
-                diffs
-                    .iter()
-                    .take(10)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join("\n  ")
-            ));
-        }
+        failures.extend(failure(&case.name, &diffs));
     }
     assert!(
         failures.is_empty(),
@@ -89,21 +85,7 @@ async fn live_controllers_match_upstream_in(encoding: Encoding) {
         let upstream = upstream_written(case.upstream.as_ref().expect("recorded case"))
             .expect("recording reads");
         match run_live_in(&case, encoding).await {
-            Ok(written) => {
-                let diffs = compare(&written, &upstream);
-                if !diffs.is_empty() {
-                    failures.push(format!(
-                        "{}:\n  {}",
-                        case.name,
-                        diffs
-                            .iter()
-                            .take(10)
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join("\n  ")
-                    ));
-                }
-            }
+            Ok(written) => failures.extend(failure(&case.name, &compare(&written, &upstream))),
             Err(err) => failures.push(format!("{}: {err:#}", case.name)),
         }
     }
@@ -137,18 +119,7 @@ async fn dynamic_cases_reach_upstreams_objects_with_no_more_writes() {
                 let upstream = upstream_written(recorded).expect("recording reads");
                 let mut diffs = compare_by(&written, &upstream, Rules::Dynamic);
                 diffs.extend(compare_writes(&writes, &upstream_writes));
-                if !diffs.is_empty() {
-                    failures.push(format!(
-                        "{}:\n  {}",
-                        case.name,
-                        diffs
-                            .iter()
-                            .take(10)
-                            .cloned()
-                            .collect::<Vec<_>>()
-                            .join("\n  ")
-                    ));
-                }
+                failures.extend(failure(&case.name, &diffs));
             }
             Err(err) => failures.push(format!("{}: {err:#}", case.name)),
         }

@@ -18,6 +18,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBind
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
+use testkit::process::{on_path, run};
 
 fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
@@ -147,11 +148,8 @@ fn the_deployment_runs_locked_down_with_leader_election_and_probes() {
     let pod_security = pod.security_context.unwrap();
     assert_eq!(pod_security.run_as_non_root, Some(true));
     let container = &pod.containers[0];
-    assert!(container
-        .args
-        .iter()
-        .flatten()
-        .any(|a| a == "--leader-elect=true"));
+    let has_arg = |arg: &str| container.args.iter().flatten().any(|a| a == arg);
+    assert!(has_arg("--leader-elect=true"));
     let security = container.security_context.clone().unwrap();
     assert_eq!(security.allow_privilege_escalation, Some(false));
     assert_eq!(security.read_only_root_filesystem, Some(true));
@@ -187,11 +185,7 @@ fn the_deployment_runs_locked_down_with_leader_election_and_probes() {
         .find(|p| p.name.as_deref() == Some("metrics"))
         .unwrap();
     assert_eq!(metrics_port.container_port, 10257);
-    assert!(container
-        .args
-        .iter()
-        .flatten()
-        .any(|a| a == "--secure-port=10257"));
+    assert!(has_arg("--secure-port=10257"));
     let resources = container.resources.clone().unwrap();
     assert!(resources.requests.unwrap().contains_key("memory"));
     assert!(resources.limits.unwrap().contains_key("memory"));
@@ -199,24 +193,11 @@ fn the_deployment_runs_locked_down_with_leader_election_and_probes() {
 
 /// `kubectl kustomize DIR`'s documents, or `None` (the test is skipped) without kubectl.
 fn kustomize(dir: &Path) -> Option<Vec<Value>> {
-    let on_path = std::env::var_os("PATH")
-        .map(|paths| std::env::split_paths(&paths).any(|p| p.join("kubectl").is_file()))
-        .unwrap_or(false);
-    if !on_path {
+    if !on_path("kubectl") {
         println!("skipping: kubectl is not on PATH (scripts/install-test-deps.sh installs it)");
         return None;
     }
-    let output = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(dir)
-        .output()
-        .expect("running kubectl");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let rendered = String::from_utf8(output.stdout).expect("UTF-8 output");
+    let rendered = run(Command::new("kubectl").arg("kustomize").arg(dir)).succeeded();
     Some(
         rendered
             .split("\n---\n")
@@ -230,26 +211,18 @@ fn kubectl_kustomize_renders_every_object() {
     let Some(rendered) = kustomize(&deploy_dir()) else {
         return;
     };
-    let kinds: BTreeSet<String> = rendered
-        .iter()
-        .map(|v| {
-            format!(
-                "{}/{}",
-                v["kind"].as_str().unwrap_or_default(),
-                v["metadata"]["name"].as_str().unwrap_or_default()
-            )
-        })
-        .collect();
+    // Each object as `kind/name`.
+    let kind_and_name = |v: &Value| {
+        format!(
+            "{}/{}",
+            v["kind"].as_str().unwrap_or_default(),
+            v["metadata"]["name"].as_str().unwrap_or_default()
+        )
+    };
+    let kinds: BTreeSet<String> = rendered.iter().map(kind_and_name).collect();
     let expected: BTreeSet<String> = kustomized_files()
         .iter()
-        .map(|f| read_yaml(&deploy_dir().join(f)))
-        .map(|v| {
-            format!(
-                "{}/{}",
-                v["kind"].as_str().unwrap_or_default(),
-                v["metadata"]["name"].as_str().unwrap_or_default()
-            )
-        })
+        .map(|f| kind_and_name(&read_yaml(&deploy_dir().join(f))))
         .collect();
     assert_eq!(kinds, expected);
 }

@@ -47,13 +47,7 @@ async fn a_restart_the_watch_resumes_across_is_caught_by_the_conflicts_it_causes
         restores: Restores::Unbumped,
         ..Settings::default()
     };
-    let summary = run_seeds(38, 1, 1, &settings, |_| {}).await;
-    assert_eq!(
-        summary.passed,
-        1,
-        "{:?}",
-        summary.failed.first().and_then(|r| r.failure.clone())
-    );
+    seed_passes(38, &settings).await;
 }
 
 /// Seed 15 with restarts: the server is restored, right at the start, from a backup without the
@@ -65,13 +59,7 @@ async fn a_restore_without_a_slice_we_wrote_does_not_stall_its_service() {
         restarts: true,
         ..Settings::default()
     };
-    let summary = run_seeds(15, 1, 1, &settings, |_| {}).await;
-    assert_eq!(
-        summary.passed,
-        1,
-        "{:?}",
-        summary.failed.first().and_then(|r| r.failure.clone())
-    );
+    seed_passes(15, &settings).await;
 }
 
 /// Seed 724: the EndpointSlice watch fails for a while, and pod events keep finding the slice
@@ -79,7 +67,12 @@ async fn a_restore_without_a_slice_we_wrote_does_not_stall_its_service() {
 /// it must be synced then, not after its backoff (it failed two runs in three without that).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_that_waited_long_for_the_slice_cache_is_synced_once_it_catches_up() {
-    let summary = run_seeds(724, 1, 1, &Settings::default(), |_| {}).await;
+    seed_passes(724, &Settings::default()).await;
+}
+
+/// Runs the one schedule `seed` draws under `settings`; the test fails with its failure.
+async fn seed_passes(seed: u64, settings: &Settings) {
+    let summary = run_seeds(seed, 1, 1, settings, |_| {}).await;
     assert_eq!(
         summary.passed,
         1,

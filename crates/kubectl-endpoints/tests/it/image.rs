@@ -16,6 +16,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use testkit::process::run;
 
 const IMAGE: &str = "localhost/kube-endpoints:image-test";
 /// A lighter profile than release (thin LTO), defined in the workspace's Cargo.toml: the
@@ -26,19 +27,14 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// What `buildah ARGS` prints, trimmed; the test fails when it fails.
 fn buildah(args: &[&str]) -> String {
-    let out = Command::new("buildah")
-        .arg("--storage-driver")
-        .arg("vfs")
-        .args(args)
-        .output()
-        .expect("running buildah");
-    assert!(
-        out.status.success(),
-        "buildah {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    run(Command::new("buildah")
+        .args(["--storage-driver", "vfs"])
+        .args(args))
+    .succeeded()
+    .trim()
+    .to_owned()
 }
 
 /// Whether the test can run here; under CI=true it must.

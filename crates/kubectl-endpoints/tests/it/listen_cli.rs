@@ -2,47 +2,30 @@
 //! told to with `--allow-remote`. The refusal comes before anything is bound, so these tests
 //! open no socket.
 
-use std::process::Command;
-
-fn kube_endpoints(args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::cli;
+use testkit::process::run;
 
 #[test]
 fn apiserver_refuses_a_non_loopback_listen_address_without_allow_remote() {
-    let (code, stderr) = kube_endpoints(&["apiserver", "--listen", "0.0.0.0:0"]);
-    assert_eq!(code, Some(1), "{stderr}");
-    assert!(
-        stderr.contains(
-            "refusing to listen on 0.0.0.0:0: the embedded API server has no authentication"
-        ),
-        "{stderr}"
+    run(cli().args(["apiserver", "--listen", "0.0.0.0:0"])).assert_exit(
+        1,
+        &[
+            "refusing to listen on 0.0.0.0:0: the embedded API server has no authentication",
+            "--allow-remote",
+        ],
     );
-    assert!(stderr.contains("--allow-remote"), "{stderr}");
 }
 
 #[test]
 fn dev_refuses_a_non_loopback_listen_address_without_allow_remote() {
-    let (code, stderr) = kube_endpoints(&["dev", "--listen", "[::]:0", "--exit-when-synced"]);
-    assert_eq!(code, Some(1), "{stderr}");
-    assert!(stderr.contains("refusing to listen on [::]:0"), "{stderr}");
+    run(cli().args(["dev", "--listen", "[::]:0", "--exit-when-synced"]))
+        .assert_exit(1, &["refusing to listen on [::]:0"]);
 }
 
 #[test]
 fn allow_remote_is_documented_with_its_risk() {
     for command in ["apiserver", "dev"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
-            .args([command, "--help"])
-            .output()
-            .unwrap();
-        let help = String::from_utf8_lossy(&out.stdout);
+        let help = run(cli().args([command, "--help"])).stdout;
         assert!(help.contains("--allow-remote"), "{command}: {help}");
         assert!(help.contains("no authentication"), "{command}: {help}");
     }

@@ -15,6 +15,11 @@ mod listen_cli;
 mod logging_cli;
 mod plan_cli;
 
+/// `kubectl-endpoints`, the binary built for these tests, to give arguments and run.
+fn cli() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
+}
+
 /// The conformance corpus: cluster states with what kube-controller-manager wrote for them.
 fn corpus() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases")

@@ -1,13 +1,11 @@
 //! `kubectl-endpoints plan` end to end: manifests in, the planned writes and objects out.
 
+use crate::cli;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::process::Command;
+use testkit::process::{required, run, Outcome};
 use testkit::{node, pod, service, PodBuilder};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
-}
 
 fn nodes() -> Vec<Value> {
     ["a", "b", "c"]
@@ -28,9 +26,27 @@ fn web_service() -> Value {
         .manifest()
 }
 
+/// The `web` Service with port `http` 80 targeting the container port named `http`.
+fn web_service_to_named_port() -> Value {
+    service("web")
+        .selector("app", "web")
+        .named_port("http", 80, "http")
+        .manifest()
+}
+
 /// A ready pod of `web` on `node-a`.
 fn web_pod(name: &str, ip: &str) -> PodBuilder {
     testkit::web_pod(name, ip).node("node-a")
+}
+
+/// `count` ready pods of `web` on `node-a` (`web-0`, `web-1`...), 200 to a /24 from 10.1.0.0.
+fn web_pods(count: usize) -> impl Iterator<Item = PodBuilder> {
+    (0..count).map(|i| {
+        web_pod(
+            &format!("web-{i}"),
+            &format!("10.1.{}.{}", i / 200, i % 200),
+        )
+    })
 }
 
 /// Three zoned nodes, the `web` Service and its ready pod `a` at 10.0.0.1.
@@ -41,46 +57,68 @@ fn web_with_pod_a() -> Vec<Value> {
     docs
 }
 
-fn write_docs(dir: &Path, file: &str, docs: &[Value]) -> std::path::PathBuf {
-    let path = dir.join(file);
+/// A selector-less Service `ext` with hand-written Endpoints holding `ips` on its port, for
+/// the mirroring controller, beside the three zoned nodes.
+fn selectorless_ext(ips: &[&str]) -> Vec<Value> {
+    let addresses: Vec<Value> = ips.iter().map(|ip| json!({ "ip": ip })).collect();
+    let mut docs = nodes();
+    docs.push(json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "ext", "namespace": "default"},
+        "spec": {"ports": [{"name": "db", "port": 5432}]}}));
+    docs.push(json!({"apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "ext", "namespace": "default"},
+        "subsets": [{"addresses": addresses, "ports": [{"name": "db", "port": 5432}]}]}));
+    docs
+}
+
+/// `plan` on `docs`, as JSON, with `args` after the file: the run and its parsed output
+/// (null when stdout is not JSON).
+fn plan(args: &[&str], docs: &[Value]) -> (Outcome, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.yaml");
     let text: String = docs.iter().map(|d| format!("---\n{d}\n")).collect();
     std::fs::write(&path, text).unwrap();
-    path
-}
-
-struct Run {
-    status: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn plan(args: &[&str], docs: &[Value]) -> (Run, Value) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = write_docs(dir.path(), "m.yaml", docs);
     let run = run_plan(&[&["-f", path.to_str().unwrap(), "-o", "json"], args].concat());
     let value = serde_json::from_str(&run.stdout).unwrap_or(Value::Null);
     (run, value)
 }
 
-fn run_plan(args: &[&str]) -> Run {
-    let out = bin()
+/// `plan` on one file `bad.yaml` holding `text` as written, with the default output.
+fn plan_text(text: &str) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.yaml");
+    std::fs::write(&path, text).unwrap();
+    run_plan(&["-f", path.to_str().unwrap()])
+}
+
+/// `kubectl-endpoints plan ARGS` on the fixed clock the tests compare names under.
+fn run_plan(args: &[&str]) -> Outcome {
+    run(cli()
         .arg("plan")
         .args(args)
-        .args(["--now", "2026-01-01T00:00:00Z"])
-        .output()
-        .unwrap();
-    Run {
-        status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+        .args(["--now", "2026-01-01T00:00:00Z"]))
+}
+
+/// The items of the list `v[list]` (`objects`, `actions` or `events`), in order.
+fn items<'a>(v: &'a Value, list: &str) -> impl Iterator<Item = &'a Value> {
+    v[list].as_array().unwrap().iter()
+}
+
+/// The string `field` of each item of the list `v[list]`, in order.
+fn each<'a>(v: &'a Value, list: &str, field: &str) -> Vec<&'a str> {
+    items(v, list).map(|i| i[field].as_str().unwrap()).collect()
+}
+
+/// The (`first`, `second`) fields of each of the run's actions, in send order.
+fn actions<'a>(v: &'a Value, first: &str, second: &str) -> Vec<(&'a str, &'a str)> {
+    each(v, "actions", first)
+        .into_iter()
+        .zip(each(v, "actions", second))
+        .collect()
 }
 
 fn slices(v: &Value) -> Vec<&Value> {
-    v["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
+    items(v, "objects")
         .filter(|o| o["kind"] == "EndpointSlice")
         .collect()
 }
@@ -98,30 +136,13 @@ fn sizes(v: &Value, service: &str) -> Vec<usize> {
 #[test]
 fn two_hundred_fifty_pods_make_slices_of_100_100_and_50() {
     let mut docs = nodes();
-    docs.push(
-        service("web")
-            .selector("app", "web")
-            .named_port("http", 80, "http")
-            .manifest(),
-    );
-    for i in 0..250 {
-        docs.push(
-            web_pod(
-                &format!("web-{i}"),
-                &format!("10.1.{}.{}", i / 200, i % 200),
-            )
-            .container_port("http", 8080)
-            .manifest(),
-        );
-    }
+    docs.push(web_service_to_named_port());
+    docs.extend(web_pods(250).map(|p| p.container_port("http", 8080).manifest()));
     let (run, v) = plan(&[], &docs);
-    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert_eq!(sizes(&v, "web"), vec![50, 100, 100]);
     // Actions come in send order with the generated name and the object sent.
-    let creates: Vec<&Value> = v["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let creates: Vec<&Value> = items(&v, "actions")
         .filter(|a| a["kind"] == "EndpointSlice")
         .collect();
     assert_eq!(creates.len(), 3);
@@ -135,21 +156,12 @@ fn two_hundred_fifty_pods_make_slices_of_100_100_and_50() {
 fn max_endpoints_per_slice_flag_changes_the_packing() {
     let mut docs = nodes();
     docs.push(web_service());
-    for i in 0..250 {
-        docs.push(
-            web_pod(
-                &format!("web-{i}"),
-                &format!("10.1.{}.{}", i / 200, i % 200),
-            )
-            .manifest(),
-        );
-    }
+    docs.extend(web_pods(250).map(|p| p.manifest()));
     let (_, v) = plan(&["--max-endpoints-per-slice", "80"], &docs);
     assert_eq!(sizes(&v, "web"), vec![10, 80, 80, 80]);
     // Out of range is a usage error, as it is for `run`.
     let (run, _) = plan(&["--max-endpoints-per-slice", "1001"], &docs);
-    assert_eq!(run.status, 2);
-    assert!(run.stderr.contains("--max-endpoints-per-slice"));
+    run.assert_exit(2, &["--max-endpoints-per-slice"]);
 }
 
 #[test]
@@ -171,12 +183,7 @@ fn service_without_pods_gets_a_placeholder_slice() {
 #[test]
 fn named_port_resolving_to_different_numbers_gives_one_slice_per_group() {
     let mut docs = nodes();
-    docs.push(
-        service("web")
-            .selector("app", "web")
-            .named_port("http", 80, "http")
-            .manifest(),
-    );
+    docs.push(web_service_to_named_port());
     docs.push(
         web_pod("a", "10.0.0.1")
             .container_port("http", 8080)
@@ -271,10 +278,7 @@ fn terminating_pods_are_serving_terminating_and_not_ready() {
         json!({"ready": false, "serving": true, "terminating": true})
     );
     // The Endpoints controller leaves terminating pods out.
-    let ep = v["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let ep = items(&v, "objects")
         .find(|o| o["kind"] == "Endpoints")
         .unwrap();
     assert!(ep.get("subsets").is_none());
@@ -297,16 +301,10 @@ fn existing_slices_are_partly_reused_by_updates() {
     state.push(web_pod("web-9", "10.0.0.9").manifest());
     state.extend(first["objects"].as_array().unwrap().iter().cloned());
     let (run, second) = plan(&[], &state);
-    assert_eq!(run.status, 0, "{}", run.stderr);
-    let verbs: Vec<(&str, &str)> = second["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| (a["kind"].as_str().unwrap(), a["verb"].as_str().unwrap()))
-        .collect();
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert_eq!(
-        verbs,
-        vec![("Endpoints", "update"), ("EndpointSlice", "update")]
+        actions(&second, "kind", "verb"),
+        [("Endpoints", "update"), ("EndpointSlice", "update")]
     );
     assert_eq!(sizes(&second, "web"), vec![5]);
 }
@@ -315,21 +313,11 @@ fn existing_slices_are_partly_reused_by_updates() {
 fn endpoints_writes_appear_beside_slice_writes_and_controllers_can_be_chosen() {
     let docs = web_with_pod_a();
     let (_, v) = plan(&[], &docs);
-    let kinds: Vec<&str> = v["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["kind"].as_str().unwrap())
-        .collect();
-    assert_eq!(kinds, vec!["Endpoints", "EndpointSlice"]);
+    assert_eq!(each(&v, "actions", "kind"), ["Endpoints", "EndpointSlice"]);
     let (_, only) = plan(&["--controllers", "endpointslice"], &docs);
-    assert!(only["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|o| o["kind"] == "EndpointSlice"));
+    assert!(items(&only, "objects").all(|o| o["kind"] == "EndpointSlice"));
     let (run, _) = plan(&["--controllers", "nodes"], &docs);
-    assert_eq!(run.status, 1);
+    assert_eq!(run.code, Some(1));
 }
 
 #[test]
@@ -342,29 +330,11 @@ fn generated_names_are_the_same_for_the_same_input() {
 
 #[test]
 fn bad_documents_are_reported_with_file_and_number_and_nothing_on_stdout() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("bad.yaml");
-    std::fs::write(&path, "apiVersion: v1\nkind: Service\nmetadata: {name: ok, namespace: default}\n---\nkind: Pod\nmetadata: {namespace: x}\n").unwrap();
-    let run = run_plan(&["-f", path.to_str().unwrap()]);
-    assert_eq!(run.status, 1);
+    let run = plan_text("apiVersion: v1\nkind: Service\nmetadata: {name: ok, namespace: default}\n---\nkind: Pod\nmetadata: {namespace: x}\n");
+    run.assert_exit(1, &["bad.yaml: document 2: Pod without metadata.name"]);
     assert!(run.stdout.is_empty());
-    assert!(
-        run.stderr
-            .contains("bad.yaml: document 2: Pod without metadata.name"),
-        "{}",
-        run.stderr
-    );
-    std::fs::write(&path, "kind: [unclosed\n").unwrap();
-    let run = run_plan(&["-f", path.to_str().unwrap()]);
-    assert_eq!(run.status, 1);
-    assert!(
-        run.stderr.contains("bad.yaml: document 1:"),
-        "{}",
-        run.stderr
-    );
-    let run = run_plan(&["-f", "/nonexistent/manifests"]);
-    assert_eq!(run.status, 1);
-    assert!(run.stderr.contains("/nonexistent/manifests"));
+    plan_text("kind: [unclosed\n").assert_exit(1, &["bad.yaml: document 1:"]);
+    run_plan(&["-f", "/nonexistent/manifests"]).assert_exit(1, &["/nonexistent/manifests"]);
 }
 
 #[test]
@@ -375,14 +345,13 @@ fn other_kinds_are_noted_and_objects_the_api_server_refuses_are_skipped_with_a_w
     docs.push(web_pod("bad", "10.0.0.999").manifest());
     docs.push(web_pod("good", "10.0.0.1").manifest());
     let (run, v) = plan(&[], &docs);
-    assert_eq!(run.status, 0);
-    assert!(run.stderr.contains("kind Deployment skipped"));
-    assert!(
-        run.stderr
-            .contains("refuses it: loading Pod default/bad failed")
-            && run.stderr.contains("status.podIPs[0]"),
-        "{}",
-        run.stderr
+    run.assert_exit(
+        0,
+        &[
+            "kind Deployment skipped",
+            "refuses it: loading Pod default/bad failed",
+            "status.podIPs[0]",
+        ],
     );
     assert_eq!(sizes(&v, "web"), vec![1]);
 }
@@ -391,11 +360,9 @@ fn other_kinds_are_noted_and_objects_the_api_server_refuses_are_skipped_with_a_w
 fn yaml_output_is_a_stream_of_objects_with_a_summary_on_stderr() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
     let run = run_plan(&["-f", examples.to_str().unwrap()]);
-    assert_eq!(run.status, 0, "{}", run.stderr);
+    run.assert_exit(0, &["shop/web: ", "TopologyAwareHintsEnabled"]);
     assert!(run.stdout.starts_with("---\n"));
     assert!(run.stdout.contains("kind: EndpointSlice"));
-    assert!(run.stderr.contains("shop/web: "));
-    assert!(run.stderr.contains("TopologyAwareHintsEnabled"));
 }
 
 #[test]
@@ -412,10 +379,7 @@ fn examples_plan_as_json_with_topology_hints() {
         .unwrap()
         .iter()
         .any(|e| e["hints"]["forZones"].is_array()));
-    let event = v["events"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let event = items(&v, "events")
         .find(|e| e["reason"] == "TopologyAwareHintsEnabled")
         .unwrap();
     assert_eq!(event["involvedObject"]["kind"], "Service");
@@ -424,16 +388,9 @@ fn examples_plan_as_json_with_topology_hints() {
 
 #[test]
 fn hand_written_endpoints_of_a_selectorless_service_are_planned_as_a_mirrored_slice() {
-    let mut docs = nodes();
-    docs.push(json!({"apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "ext", "namespace": "default"},
-        "spec": {"ports": [{"name": "db", "port": 5432}]}}));
-    docs.push(json!({"apiVersion": "v1", "kind": "Endpoints",
-        "metadata": {"name": "ext", "namespace": "default"},
-        "subsets": [{"addresses": [{"ip": "192.168.0.10"}, {"ip": "192.168.0.11"}],
-                     "ports": [{"name": "db", "port": 5432}]}]}));
+    let docs = selectorless_ext(&["192.168.0.10", "192.168.0.11"]);
     let (run, v) = plan(&[], &docs);
-    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
     let mirrored: Vec<&Value> = slices(&v)
         .into_iter()
         .filter(|s| {
@@ -443,10 +400,7 @@ fn hand_written_endpoints_of_a_selectorless_service_are_planned_as_a_mirrored_sl
         .collect();
     assert_eq!(mirrored.len(), 1, "{v:#}");
     assert_eq!(sizes(&v, "ext"), [2]);
-    let creates = v["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let creates = items(&v, "actions")
         .filter(|a| a["kind"] == "EndpointSlice" && a["verb"] == "create")
         .count();
     assert_eq!(creates, 1);
@@ -479,27 +433,18 @@ fn preexisting_slices_owned_by_their_service_through_the_input_uid_are_updated_i
         "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true}}]
     }));
     let (run, v) = plan(&["--controllers", "endpointslice"], &docs);
-    assert_eq!(run.status, 0, "{}", run.stderr);
-    let verbs: Vec<(&str, &str)> = v["actions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| (a["verb"].as_str().unwrap(), a["name"].as_str().unwrap()))
-        .collect();
-    assert_eq!(verbs, vec![("update", "web-old12")], "{v:#}");
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        actions(&v, "verb", "name"),
+        [("update", "web-old12")],
+        "{v:#}"
+    );
     assert_eq!(sizes(&v, "web"), vec![2]);
 }
 
 #[test]
 fn plan_takes_the_mirroring_flags_and_caps_each_subset() {
-    let mut docs = nodes();
-    docs.push(json!({"apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "ext", "namespace": "default"},
-        "spec": {"ports": [{"name": "db", "port": 5432}]}}));
-    docs.push(json!({"apiVersion": "v1", "kind": "Endpoints",
-        "metadata": {"name": "ext", "namespace": "default"},
-        "subsets": [{"addresses": [{"ip": "192.168.0.10"}, {"ip": "192.168.0.11"}, {"ip": "192.168.0.12"}],
-                     "ports": [{"name": "db", "port": 5432}]}]}));
+    let docs = selectorless_ext(&["192.168.0.10", "192.168.0.11", "192.168.0.12"]);
     let (run, v) = plan(
         &[
             "--mirroring-max-endpoints-per-subset=2",
@@ -509,91 +454,47 @@ fn plan_takes_the_mirroring_flags_and_caps_each_subset() {
         ],
         &docs,
     );
-    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert_eq!(sizes(&v, "ext"), [2]);
-    let reasons: Vec<&str> = v["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["reason"].as_str().unwrap())
-        .collect();
-    assert_eq!(reasons, ["TooManyAddressesToMirror"], "{v:#}");
+    assert_eq!(
+        each(&v, "events", "reason"),
+        ["TooManyAddressesToMirror"],
+        "{v:#}"
+    );
 
     let (run, _) = plan(&["--mirroring-max-endpoints-per-subset=0"], &docs);
-    assert_ne!(run.status, 0);
-    assert!(
-        run.stderr.contains("--mirroring-max-endpoints-per-subset"),
-        "{}",
-        run.stderr
-    );
+    assert_ne!(run.code, Some(0));
+    run.assert_stderr_has(&["--mirroring-max-endpoints-per-subset"]);
 }
 
 /// On a user's PATH the binary is a kubectl plugin: `kubectl endpoints plan` runs it. Needs
 /// kubectl (scripts/install-test-deps.sh installs Debian's); under CI=true it must be there.
 #[test]
 fn kubectl_runs_plan_as_the_endpoints_plugin() {
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
-        .parent()
-        .unwrap()
-        .to_owned();
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let has_kubectl = std::env::split_paths(&path).any(|p| p.join("kubectl").is_file());
-    if !has_kubectl {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "kubectl is missing under CI=true: scripts/install-test-deps.sh installs it"
-        );
-        println!("skipping: kubectl is not on PATH");
+    if !required("kubectl", "kubernetes-client") {
         return;
     }
-    let mut paths = vec![bin_dir];
-    paths.extend(std::env::split_paths(&path));
+    // The binary's directory first on PATH, where kubectl looks for plugins.
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_kubectl-endpoints")).parent();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = bin_dir.map(Path::to_owned).into_iter();
+    let path = std::env::join_paths(dirs.chain(std::env::split_paths(&path))).unwrap();
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-    let out = Command::new("kubectl")
-        .env("PATH", std::env::join_paths(paths).unwrap())
-        .args(["endpoints", "plan", "-f"])
-        .arg(&examples)
-        .args(["-o", "json", "--now", "2026-01-01T00:00:00Z"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // `kubectl endpoints ARGS -f examples/`: what it prints, as JSON.
+    let kubectl = |args: &[&str]| -> Value {
+        let stdout = run(Command::new("kubectl")
+            .env("PATH", &path)
+            .arg("endpoints")
+            .args(args)
+            .arg("-f")
+            .arg(&examples))
+        .succeeded();
+        serde_json::from_str(&stdout).unwrap()
+    };
+    let v = kubectl(&["plan", "-o", "json", "--now", "2026-01-01T00:00:00Z"]);
     assert!(!slices(&v).is_empty(), "{v:#}");
-
-    let out = Command::new("kubectl")
-        .env("PATH", std::env::join_paths(paths_again(&path)).unwrap())
-        .args([
-            "endpoints",
-            "explain",
-            "web",
-            "-n",
-            "shop",
-            "-o",
-            "json",
-            "-f",
-        ])
-        .arg(&examples)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = kubectl(&["explain", "web", "-n", "shop", "-o", "json"]);
     assert_eq!(v["service"], "shop/web");
-}
-
-fn paths_again(path: &std::ffi::OsStr) -> Vec<std::path::PathBuf> {
-    let bin_dir = Path::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
-        .parent()
-        .unwrap()
-        .to_owned();
-    let mut paths = vec![bin_dir];
-    paths.extend(std::env::split_paths(path));
-    paths
 }
 
 /// `explain` on the worked example of docs/explain.md: the answer the docs show, and its exit
@@ -602,37 +503,22 @@ fn paths_again(path: &std::ffi::OsStr) -> Vec<std::path::PathBuf> {
 fn explain_answers_the_docs_example_and_exits_by_its_codes() {
     let example =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples/explain-checkout.yaml");
-    let run = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
-            .arg("explain")
-            .args(args)
-            .arg("-f")
-            .arg(&example)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (code, stdout, stderr) = run(&["shop/checkout"]);
-    assert_eq!(code, Some(3), "{stderr}");
+    let explain = |args: &[&str]| run(cli().arg("explain").args(args).arg("-f").arg(&example));
+    let out = explain(&["shop/checkout"]);
+    assert_eq!(out.code, Some(3), "{}", out.stderr);
     let docs = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/explain.md"),
     )
     .unwrap();
     assert!(
-        docs.contains(stdout.trim_end()),
-        "docs/explain.md does not show explain's answer for its example; it is now:\n{stdout}"
+        docs.contains(out.stdout.trim_end()),
+        "docs/explain.md does not show explain's answer for its example; it is now:\n{}",
+        out.stdout
     );
-    let (code, stdout, _) = run(&["checkout", "-n", "shop", "-o", "json"]);
-    assert_eq!(code, Some(3));
-    let v: Value = serde_json::from_str(&stdout).unwrap();
-    let verdicts: Vec<(&str, &str, &Value)> = v["pods"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let out = explain(&["checkout", "-n", "shop", "-o", "json"]);
+    assert_eq!(out.code, Some(3));
+    let v: Value = serde_json::from_str(&out.stdout).unwrap();
+    let verdicts: Vec<(&str, &str, &Value)> = items(&v, "pods")
         .map(|p| {
             (
                 p["name"].as_str().unwrap(),
@@ -657,15 +543,10 @@ fn explain_answers_the_docs_example_and_exits_by_its_codes() {
             ("checkout-canary", "selector does not match", &Value::Null),
         ]
     );
-    let (code, _, stderr) = run(&["shop/chekout"]);
-    assert_eq!(code, Some(1));
-    assert!(
-        stderr.contains("Service shop/chekout not found; did you mean shop/checkout?"),
-        "{stderr}"
+    explain(&["shop/chekout"]).assert_exit(
+        1,
+        &["Service shop/chekout not found; did you mean shop/checkout?"],
     );
-    let (code, _, stderr) = run(&["shop/checkout", "-n", "other"]);
-    assert_eq!(code, Some(2));
-    assert!(stderr.contains("-n says"), "{stderr}");
-    let (code, _, _) = run(&["shop/checkout", "--no-such-flag"]);
-    assert_eq!(code, Some(2));
+    explain(&["shop/checkout", "-n", "other"]).assert_exit(2, &["-n says"]);
+    assert_eq!(explain(&["shop/checkout", "--no-such-flag"]).code, Some(2));
 }
