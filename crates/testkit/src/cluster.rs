@@ -15,7 +15,9 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use prometheus::proto::MetricType;
 use prometheus::Registry;
-use reconcile::labels::{SERVICE_NAME, SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY};
+use reconcile::labels::{
+    MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY,
+};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -26,7 +28,7 @@ const LEASE_NAME: &str = "kube-endpoints";
 
 use crate::build::{node, ready_condition, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE};
 use crate::inspect::pretty;
-use crate::wait::{eventually, eventually_on, init_logs, within};
+use crate::wait::{eventually_on, init_logs, until, within};
 use reconcile::compare::{differences, Objects, Rules, Sides};
 
 /// The Endpoints and EndpointSlice controllers with kube-controller-manager's defaults,
@@ -66,6 +68,25 @@ pub fn endpoints_only() -> Options {
     Options {
         endpoint_slices: false,
         ..options()
+    }
+}
+
+/// The controller whose managed-by label a slice carries.
+#[derive(Debug, Clone, Copy)]
+pub enum Manager {
+    /// The EndpointSlice controller, for Services with a selector.
+    EndpointSlice,
+    /// The EndpointSlice mirroring controller, for hand-written Endpoints.
+    Mirroring,
+}
+
+impl Manager {
+    /// The value of the managed-by label.
+    fn name(self) -> &'static str {
+        match self {
+            Manager::EndpointSlice => SLICE_CONTROLLER_NAME,
+            Manager::Mirroring => MIRRORING_CONTROLLER_NAME,
+        }
     }
 }
 
@@ -119,6 +140,18 @@ impl Controllers {
             .expect("the controller task panicked")
             .expect("the controllers failed");
     }
+}
+
+/// [`controller::run`] owning what it borrows, so that it can be spawned as a task.
+async fn run_owning(
+    clients: controller::Clients,
+    options: Options,
+    registry: Registry,
+    readiness: Readiness,
+    shutdown: CancellationToken,
+) -> Result<(), controller::RunError> {
+    let activity = controller::Activity::new();
+    controller::run(clients, &options, &registry, readiness, activity, shutdown).await
 }
 
 /// The sum of the series of a counter or gauge in `registry` whose labels include `labels`.
@@ -247,23 +280,14 @@ impl TestCluster {
         let shutdown = CancellationToken::new();
         let registry = Registry::new();
         let readiness = Readiness::new();
-        let activity = controller::Activity::new();
-        let task = tokio::spawn({
-            let (registry, readiness, activity, shutdown) = (
-                registry.clone(),
-                readiness.clone(),
-                activity.clone(),
-                shutdown.clone(),
-            );
-            async move {
-                controller::run(clients, &options, &registry, readiness, activity, shutdown).await
-            }
-        });
-        eventually("the informers to sync", || {
-            let ready = readiness.is_ready();
-            async move { ready.then_some(()).ok_or_else(|| "not ready".to_owned()) }
-        })
-        .await;
+        let task = tokio::spawn(run_owning(
+            clients,
+            options,
+            registry.clone(),
+            readiness.clone(),
+            shutdown.clone(),
+        ));
+        until("the informers to sync", || readiness.is_ready()).await;
         Controllers {
             shutdown,
             task,
@@ -324,7 +348,7 @@ impl TestCluster {
     pub async fn create_service(&self, service: &ServiceBuilder) -> anyhow::Result<Service> {
         let object: Service = serde_json::from_value(service.to_json())?;
         Ok(self
-            .services(&service.namespace)
+            .services(&service.meta.namespace)
             .create(&PostParams::default(), &object)
             .await?)
     }
@@ -341,12 +365,16 @@ impl TestCluster {
     /// Creates a Pod, then writes its status (IPs, phase, readiness) through the status
     /// subresource, as a kubelet would.
     pub async fn create_pod(&self, pod: &PodBuilder) -> anyhow::Result<Pod> {
-        let api = self.pods(&pod.namespace);
+        let api = self.pods(&pod.meta.namespace);
         let object: Pod = serde_json::from_value(pod.to_json())?;
         api.create(&PostParams::default(), &object).await?;
         let status = json!({"status": pod.status_json()});
         Ok(api
-            .patch_status(&pod.name, &PatchParams::default(), &Patch::Merge(&status))
+            .patch_status(
+                &pod.meta.name,
+                &PatchParams::default(),
+                &Patch::Merge(&status),
+            )
             .await?)
     }
 
@@ -455,21 +483,24 @@ impl TestCluster {
         ns: &str,
         service: &str,
     ) -> anyhow::Result<Vec<EndpointSlice>> {
-        let mut slices: Vec<EndpointSlice> = self
+        self.slices_managed_by(Manager::EndpointSlice, ns, service)
+            .await
+    }
+
+    /// The slices labelled for `service` and managed by `manager`, sorted by name.
+    pub async fn slices_managed_by(
+        &self,
+        manager: Manager,
+        ns: &str,
+        service: &str,
+    ) -> anyhow::Result<Vec<EndpointSlice>> {
+        let manager = manager.name();
+        let selector = format!("{SERVICE_NAME}={service},{SLICE_MANAGED_BY}={manager}");
+        let mut slices = self
             .slices(ns)
-            .list(&ListParams::default())
+            .list(&ListParams::default().labels(&selector))
             .await?
-            .items
-            .into_iter()
-            .filter(|s| {
-                let labels = s.metadata.labels.as_ref();
-                labels.and_then(|l| l.get(SERVICE_NAME)).map(String::as_str) == Some(service)
-                    && labels
-                        .and_then(|l| l.get(SLICE_MANAGED_BY))
-                        .map(String::as_str)
-                        == Some(SLICE_CONTROLLER_NAME)
-            })
-            .collect();
+            .items;
         slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
         Ok(slices)
     }
@@ -482,16 +513,46 @@ impl TestCluster {
         what: &str,
         done: impl Fn(&[EndpointSlice]) -> bool,
     ) -> Vec<EndpointSlice> {
-        let what = format!("slices of {ns}/{service}: {what}");
-        self.eventually(&what, || {
-            let listed = self.managed_slices(ns, service);
+        self.wait_for_slices_by(Manager::EndpointSlice, ns, service, what, done)
+            .await
+    }
+
+    /// Waits until the slices `manager` manages for `service` satisfy `done`, and returns
+    /// them.
+    pub async fn wait_for_slices_by(
+        &self,
+        manager: Manager,
+        ns: &str,
+        service: &str,
+        what: &str,
+        done: impl Fn(&[EndpointSlice]) -> bool,
+    ) -> Vec<EndpointSlice> {
+        let what = format!("{manager:?} slices of {ns}/{service}: {what}");
+        let read = || self.slices_managed_by(manager, ns, service);
+        self.wait_for(&what, read, |s| done(s)).await
+    }
+
+    /// Reads with `read` each time the server stores a write until what it read satisfies
+    /// `done`, and returns it; a timeout shows the last read.
+    async fn wait_for<T, Fut>(
+        &self,
+        what: &str,
+        read: impl Fn() -> Fut,
+        done: impl Fn(&T) -> bool,
+    ) -> T
+    where
+        T: serde::Serialize + Debug,
+        Fut: std::future::Future<Output = anyhow::Result<T>>,
+    {
+        self.eventually(what, || {
+            let read = read();
             let done = &done;
             async move {
-                let slices = listed.await.map_err(|e| e.to_string())?;
-                if done(&slices) {
-                    Ok(slices)
+                let value = read.await.map_err(|e| e.to_string())?;
+                if done(&value) {
+                    Ok(value)
                 } else {
-                    Err(pretty(&slices))
+                    Err(pretty(&value))
                 }
             }
         })
@@ -543,19 +604,8 @@ impl TestCluster {
         done: impl Fn(Option<&Endpoints>) -> bool,
     ) -> Option<Endpoints> {
         let what = format!("Endpoints {ns}/{name}: {what}");
-        self.eventually(&what, || {
-            let got = self.get_endpoints(ns, name);
-            let done = &done;
-            async move {
-                let endpoints = got.await.map_err(|e| e.to_string())?;
-                if done(endpoints.as_ref()) {
-                    Ok(endpoints)
-                } else {
-                    Err(pretty(&endpoints))
-                }
-            }
-        })
-        .await
+        self.wait_for(&what, || self.get_endpoints(ns, name), |e| done(e.as_ref()))
+            .await
     }
 
     /// Waits until an Event with `reason` about `involved` exists in `ns`, and returns it.
@@ -656,35 +706,8 @@ impl TestCluster {
         max_endpoints_per_slice: u32,
     ) {
         let what = format!("slices of {ns}/{service} to equal the plan from scratch");
-        self.eventually(&what, || async move {
-            let planned = self
-                .planned_slices(ns, service, max_endpoints_per_slice)
-                .await
-                .map_err(|e| e.to_string())?;
-            let live = self
-                .managed_slices(ns, service)
-                .await
-                .map_err(|e| e.to_string())?;
-            let uid = self
-                .services(ns)
-                .get(service)
-                .await
-                .map_err(|e| e.to_string())?
-                .metadata
-                .uid;
-            if let Some(foreign) = live.iter().find(|s| {
-                !s.metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .any(|o| Some(&o.uid) == uid.as_ref())
-            }) {
-                return Err(format!(
-                    "slice {:?} is not owned by the Service's uid {uid:?}",
-                    foreign.metadata.name
-                ));
-            }
-            differences_from_plan(&Objects::of_slices(&live), &Objects::of_slices(&planned))
+        self.wait_for_plan(&what, || {
+            self.slices_match_plan(ns, service, max_endpoints_per_slice)
         })
         .await;
     }
@@ -693,21 +716,59 @@ impl TestCluster {
     /// what `plan_endpoints` computes for the stored objects from scratch.
     pub async fn wait_for_planned_endpoints(&self, ns: &str, service: &str) {
         let what = format!("Endpoints {ns}/{service} to equal the plan from scratch");
-        self.eventually(&what, || async move {
-            let planned = self
-                .planned_endpoints(ns, service)
-                .await
-                .map_err(|e| e.to_string())?;
-            let live = self
-                .get_endpoints(ns, service)
-                .await
-                .map_err(|e| e.to_string())?;
-            differences_from_plan(
-                &Objects::of_endpoints(live.as_ref()),
-                &Objects::of_endpoints([&planned]),
-            )
+        self.wait_for_plan(&what, || self.endpoints_match_plan(ns, service))
+            .await;
+    }
+
+    /// Retries `compare` each time the server stores a write until it finds no difference;
+    /// a timeout shows the last differences (or the error that kept it from comparing).
+    async fn wait_for_plan<Fut>(&self, what: &str, compare: impl Fn() -> Fut)
+    where
+        Fut: std::future::Future<Output = anyhow::Result<()>>,
+    {
+        self.eventually(what, || {
+            let compared = compare();
+            async move { compared.await.map_err(|e| format!("{e:#}")) }
         })
         .await;
+    }
+
+    /// `Ok` when the managed slices of `service` are all owned by the Service as stored now
+    /// and equal the plan from scratch.
+    async fn slices_match_plan(
+        &self,
+        ns: &str,
+        service: &str,
+        max_endpoints_per_slice: u32,
+    ) -> anyhow::Result<()> {
+        let planned = self
+            .planned_slices(ns, service, max_endpoints_per_slice)
+            .await?;
+        let live = self.managed_slices(ns, service).await?;
+        let uid = self.services(ns).get(service).await?.metadata.uid;
+        if let Some(foreign) = live.iter().find(|s| {
+            !s.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| Some(&o.uid) == uid.as_ref())
+        }) {
+            anyhow::bail!(
+                "slice {:?} is not owned by the Service's uid {uid:?}",
+                foreign.metadata.name
+            );
+        }
+        differences_from_plan(&Objects::of_slices(&live), &Objects::of_slices(&planned))
+    }
+
+    /// `Ok` when the Endpoints object of `service` equals the plan from scratch.
+    async fn endpoints_match_plan(&self, ns: &str, service: &str) -> anyhow::Result<()> {
+        let planned = self.planned_endpoints(ns, service).await?;
+        let live = self.get_endpoints(ns, service).await?;
+        differences_from_plan(
+            &Objects::of_endpoints(live.as_ref()),
+            &Objects::of_endpoints([&planned]),
+        )
     }
 }
 
@@ -726,15 +787,16 @@ where
 
 /// `Ok` when the live objects equal the plan from scratch by [`Rules::Planned`], else each
 /// difference on a line, labelled live and plan.
-fn differences_from_plan(live: &Objects<'_>, plan: &Objects<'_>) -> Result<(), String> {
+fn differences_from_plan(live: &Objects<'_>, plan: &Objects<'_>) -> anyhow::Result<()> {
     let found = differences(live, plan, Rules::Planned, Sides::PLAN);
-    if found.is_empty() {
-        Ok(())
-    } else {
-        Err(found
+    anyhow::ensure!(
+        found.is_empty(),
+        "{}",
+        found
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
-            .join("\n"))
-    }
+            .join("\n")
+    );
+    Ok(())
 }

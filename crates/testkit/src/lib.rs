@@ -4,6 +4,7 @@
 //!   running in a task, typed access to the objects and waits on what they hold;
 //! - [`build`]: the objects the controllers read, built with named setters;
 //! - [`inspect`]: reading what the controllers wrote;
+//! - [`scenario`]: a live-controller test's steps as data, and the one runner for them;
 //! - [`server`]: raw requests to the embedded API server, and its error Statuses;
 //! - [`wait`]: retrying a probe until it holds, and bounding a future, without timing
 //!   assertions.
@@ -14,18 +15,20 @@
 pub mod build;
 pub mod cluster;
 pub mod inspect;
+pub mod scenario;
 pub mod server;
 pub mod wait;
 
 pub use build::{
-    node, pod, service, web, web_pod, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE,
-    ZONE_LABEL,
+    finished_web_pods, node, pod, service, web, web_pod, NodeBuilder, PodBuilder, ServiceBuilder,
+    DEFAULT_NODE, ZONE_LABEL,
 };
 pub use cluster::{
-    endpoints_only, metric, mirroring_only, options, slices_only, Controllers, OverTcp, TestCluster,
+    endpoints_only, metric, mirroring_only, options, slices_only, Controllers, Manager, OverTcp,
+    TestCluster,
 };
 pub use inspect::{
-    addresses, conditions, endpoint_of, endpoints_by_pod, endpoints_ports, pod_names, ports,
-    pretty, ready_transition, strings, trigger_time,
+    addresses, conditions, endpoint_of, endpoints_by_pod, endpoints_ports, event_source, pod_names,
+    ports, pretty, ready_transition, strings, trigger_time,
 };
 pub use wait::{eventually, eventually_on, until, within, DEADLINE};

@@ -1,0 +1,789 @@
+//! Scenarios: a live-controller test as data. A [`Scenario`] lists the steps of a test in
+//! order (objects to create, changes and faults to send, the controllers to start or stop,
+//! what to wait for) and [`Scenario::run`] runs them on a fresh [`TestCluster`], so that a test
+//! states only what differs from the others.
+//!
+//! Each step runs once the one before it returned. A wait retries until its condition holds
+//! and fails a hung test after [`crate::DEADLINE`]; a plan step waits until the live objects
+//! equal what the controllers write for the stored objects from scratch. Every wait keeps what
+//! it saw under its description, for the assertions a test makes afterwards
+//! ([`Run::slices`], [`Run::endpoints`], [`Run::event`]).
+//!
+//! Names in steps refer to objects of the `default` namespace; created objects carry their
+//! own.
+
+use std::fmt;
+use std::time::Duration;
+
+use anyhow::Context;
+use apiserver::Faults;
+use controller::config::Settings;
+use controller::Options;
+use k8s_openapi::api::core::v1::{Endpoints, Event};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::{Api, ResourceExt};
+use serde_json::Value;
+
+use crate::build::{pod, web, NodeBuilder, PodBuilder, ServiceBuilder};
+use crate::cluster::{Controllers, Manager, TestCluster};
+use crate::inspect::{addresses, conditions, endpoint_of, pod_names, strings};
+use crate::wait::eventually;
+
+/// The namespace step names refer to.
+const NS: &str = "default";
+
+/// What a wait on slices expects of them.
+type SlicesHold = Box<dyn Fn(&[EndpointSlice]) -> bool + Send + Sync>;
+/// What a wait on an Endpoints object expects of it, or of its absence.
+type EndpointsHold = Box<dyn Fn(Option<&Endpoints>) -> bool + Send + Sync>;
+/// A condition on what a run holds in memory (metrics, request counts), `Err` saying what
+/// it saw.
+type RunHolds = Box<dyn Fn(&Run) -> Result<(), String> + Send + Sync>;
+
+/// The steps of a live-controller test, built in order; [`Scenario::run`] runs them.
+#[must_use = "a scenario does nothing until it is run"]
+pub struct Scenario {
+    nodes: Nodes,
+    steps: Vec<Step>,
+}
+
+/// The nodes a fresh cluster starts with.
+enum Nodes {
+    /// [`crate::DEFAULT_NODE`], without zone ([`TestCluster::start`]).
+    Default,
+    /// None ([`TestCluster::start_without_nodes`]).
+    None,
+}
+
+/// An object a scenario creates: a builder's, or a typed object written as it is.
+pub enum Object {
+    /// A namespace of this name.
+    Namespace(String),
+    /// A node and its status.
+    Node(NodeBuilder),
+    /// A Service.
+    Service(ServiceBuilder),
+    /// A pod and its status, as a kubelet writes it.
+    Pod(PodBuilder),
+    /// An Endpoints object, in its namespace or `default`.
+    Endpoints(Endpoints),
+    /// An EndpointSlice, in its namespace or `default`.
+    Slice(EndpointSlice),
+}
+
+/// `From` each object a scenario creates, into its variant of [`Object`].
+macro_rules! object_from {
+    ($($variant:ident($kind:ty)),* $(,)?) => {$(
+        impl From<$kind> for Object {
+            fn from(object: $kind) -> Self {
+                Self::$variant(object)
+            }
+        }
+    )*};
+}
+
+object_from!(
+    Node(NodeBuilder),
+    Service(ServiceBuilder),
+    Pod(PodBuilder),
+    Endpoints(Endpoints),
+    Slice(EndpointSlice),
+);
+
+/// The slices a wait reads: those a controller manages for a Service.
+#[derive(Debug)]
+pub struct SlicesOf {
+    manager: Manager,
+    service: String,
+}
+
+/// A Service's name stands for the slices the EndpointSlice controller manages for it.
+impl From<&str> for SlicesOf {
+    fn from(service: &str) -> Self {
+        Self {
+            manager: Manager::EndpointSlice,
+            service: service.into(),
+        }
+    }
+}
+
+/// The slices the mirroring controller manages for `service`'s Endpoints.
+pub fn mirrored(service: &str) -> SlicesOf {
+    SlicesOf {
+        manager: Manager::Mirroring,
+        service: service.into(),
+    }
+}
+
+/// An object a change is sent to.
+#[derive(Debug)]
+enum Target {
+    Pod(String),
+    Service(String),
+    Node(String),
+    Endpoints(String),
+    Namespace(String),
+    /// The first (by name) of the slices the EndpointSlice controller manages for a Service,
+    /// as the conformance steps' `first-slice-of:SVC`.
+    FirstSliceOf(String),
+}
+
+/// One step of a scenario.
+enum Step {
+    Create(Box<Object>),
+    /// Sets a pod's Ready condition, stamped now or at the given time.
+    Ready {
+        pod: String,
+        ready: bool,
+        since: Option<Timestamp>,
+    },
+    PodIps {
+        pod: String,
+        ips: Vec<String>,
+    },
+    Patch(Target, Value),
+    Delete(Target),
+    Faults(Box<dyn FnOnce(&Faults) + Send>),
+    Start(Box<Options>),
+    Stop,
+    Slices {
+        of: SlicesOf,
+        what: String,
+        holds: SlicesHold,
+    },
+    Endpoints {
+        name: String,
+        what: String,
+        holds: EndpointsHold,
+    },
+    PlannedSlices(String),
+    PlannedEndpoints(String),
+    Event {
+        involved: String,
+        reason: String,
+    },
+    Until {
+        what: String,
+        holds: RunHolds,
+    },
+    Check {
+        what: String,
+        holds: RunHolds,
+    },
+}
+
+impl fmt::Display for Step {
+    /// What the step does, for the message of a step that failed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Create(object) => write!(f, "create {}", object.kind()),
+            Step::Ready { pod, ready, .. } => write!(f, "set {pod} ready={ready}"),
+            Step::PodIps { pod, ips } => write!(f, "set {pod}'s IPs to {ips:?}"),
+            Step::Patch(target, patch) => write!(f, "patch {target:?} with {patch}"),
+            Step::Delete(target) => write!(f, "delete {target:?}"),
+            Step::Faults(_) => write!(f, "change the faults"),
+            Step::Start(_) => write!(f, "start the controllers"),
+            Step::Stop => write!(f, "stop the controllers"),
+            Step::Slices { of, what, .. } => write!(f, "wait for {of:?}: {what}"),
+            Step::Endpoints { name, what, .. } => write!(f, "wait for Endpoints {name}: {what}"),
+            Step::PlannedSlices(service) => write!(f, "wait for the planned slices of {service}"),
+            Step::PlannedEndpoints(service) => {
+                write!(f, "wait for the planned Endpoints of {service}")
+            }
+            Step::Event { involved, reason } => write!(f, "wait for {reason} about {involved}"),
+            Step::Until { what, .. } => write!(f, "wait for {what}"),
+            Step::Check { what, .. } => write!(f, "check {what}"),
+        }
+    }
+}
+
+impl Object {
+    fn kind(&self) -> &'static str {
+        match self {
+            Object::Namespace(_) => "a namespace",
+            Object::Node(_) => "a node",
+            Object::Service(_) => "a Service",
+            Object::Pod(_) => "a pod",
+            Object::Endpoints(_) => "an Endpoints object",
+            Object::Slice(_) => "an EndpointSlice",
+        }
+    }
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Scenario {
+    /// A scenario on a cluster with [`crate::DEFAULT_NODE`], where [`crate::pod`] schedules
+    /// pods.
+    pub fn new() -> Self {
+        Self {
+            nodes: Nodes::Default,
+            steps: Vec::new(),
+        }
+    }
+
+    /// A scenario on a cluster without nodes (a node without a zone would turn topology
+    /// hints off cluster-wide).
+    pub fn without_nodes() -> Self {
+        Self {
+            nodes: Nodes::None,
+            ..Self::new()
+        }
+    }
+
+    /// A scenario that starts with the [`web`] Service and `pods`.
+    pub fn web(pods: impl IntoIterator<Item = PodBuilder>) -> Self {
+        Self::new().create(web()).create_all(pods)
+    }
+
+    fn step(mut self, step: Step) -> Self {
+        self.steps.push(step);
+        self
+    }
+
+    // ---- objects and changes ----
+
+    /// Creates an object (a pod with its status, a node with its status).
+    pub fn create(self, object: impl Into<Object>) -> Self {
+        self.step(Step::Create(Box::new(object.into())))
+    }
+
+    /// Creates each object, in order.
+    pub fn create_all<O: Into<Object>>(self, objects: impl IntoIterator<Item = O>) -> Self {
+        objects.into_iter().fold(self, Self::create)
+    }
+
+    /// Creates a namespace.
+    pub fn create_namespace(self, name: &str) -> Self {
+        self.create(Object::Namespace(name.into()))
+    }
+
+    /// Turns a pod's Ready condition true, stamped now.
+    pub fn pod_ready(self, pod: &str) -> Self {
+        self.ready(pod, true, None)
+    }
+
+    /// Turns a pod's Ready condition false, stamped now.
+    pub fn pod_not_ready(self, pod: &str) -> Self {
+        self.ready(pod, false, None)
+    }
+
+    /// Turns a pod's Ready condition true with `since` as its lastTransitionTime.
+    pub fn pod_ready_since(self, pod: &str, since: Timestamp) -> Self {
+        self.ready(pod, true, Some(since))
+    }
+
+    fn ready(self, pod: &str, ready: bool, since: Option<Timestamp>) -> Self {
+        self.step(Step::Ready {
+            pod: pod.into(),
+            ready,
+            since,
+        })
+    }
+
+    /// Replaces a pod's IPs.
+    pub fn pod_ips(self, pod: &str, ips: &[&str]) -> Self {
+        self.step(Step::PodIps {
+            pod: pod.into(),
+            ips: strings(ips),
+        })
+    }
+
+    /// Merge-patches a pod.
+    pub fn patch_pod(self, name: &str, patch: Value) -> Self {
+        self.step(Step::Patch(Target::Pod(name.into()), patch))
+    }
+
+    /// Merge-patches a Service.
+    pub fn patch_service(self, name: &str, patch: Value) -> Self {
+        self.step(Step::Patch(Target::Service(name.into()), patch))
+    }
+
+    /// Merge-patches a node.
+    pub fn patch_node(self, name: &str, patch: Value) -> Self {
+        self.step(Step::Patch(Target::Node(name.into()), patch))
+    }
+
+    /// Merge-patches an Endpoints object.
+    pub fn patch_endpoints(self, name: &str, patch: Value) -> Self {
+        self.step(Step::Patch(Target::Endpoints(name.into()), patch))
+    }
+
+    /// Merge-patches the first of the slices the EndpointSlice controller manages for
+    /// `service`, behind the controller's back.
+    pub fn patch_first_slice_of(self, service: &str, patch: Value) -> Self {
+        self.step(Step::Patch(Target::FirstSliceOf(service.into()), patch))
+    }
+
+    /// Deletes a pod (it stays, terminating, while it has finalizers).
+    pub fn delete_pod(self, name: &str) -> Self {
+        self.step(Step::Delete(Target::Pod(name.into())))
+    }
+
+    /// Deletes a Service.
+    pub fn delete_service(self, name: &str) -> Self {
+        self.step(Step::Delete(Target::Service(name.into())))
+    }
+
+    /// Deletes an Endpoints object.
+    pub fn delete_endpoints(self, name: &str) -> Self {
+        self.step(Step::Delete(Target::Endpoints(name.into())))
+    }
+
+    /// Deletes a namespace (it stays, terminating, while it holds objects with finalizers).
+    pub fn delete_namespace(self, name: &str) -> Self {
+        self.step(Step::Delete(Target::Namespace(name.into())))
+    }
+
+    /// Deletes the first of the slices the EndpointSlice controller manages for `service`.
+    pub fn delete_first_slice_of(self, service: &str) -> Self {
+        self.step(Step::Delete(Target::FirstSliceOf(service.into())))
+    }
+
+    /// Changes the server's faults (errors, latency, dropped watches) from here on.
+    pub fn faults(self, change: impl FnOnce(&Faults) + Send + 'static) -> Self {
+        self.step(Step::Faults(Box::new(change)))
+    }
+
+    // ---- the controllers ----
+
+    /// Starts the controllers with `options` and waits until their informers synced; the
+    /// plan steps after it plan with the same `--max-endpoints-per-slice`.
+    pub fn start(self, options: Options) -> Self {
+        self.step(Step::Start(Box::new(options)))
+    }
+
+    /// Stops the controllers and checks that they returned without error.
+    pub fn stop(self) -> Self {
+        self.step(Step::Stop)
+    }
+
+    // ---- waits ----
+
+    /// Waits until `slices` (a Service's name for the slices the EndpointSlice controller
+    /// manages for it, or [`mirrored`]) satisfy `holds`; what they held is kept under `what`.
+    pub fn slices(
+        self,
+        slices: impl Into<SlicesOf>,
+        what: &str,
+        holds: impl Fn(&[EndpointSlice]) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.step(Step::Slices {
+            of: slices.into(),
+            what: what.into(),
+            holds: Box::new(holds),
+        })
+    }
+
+    /// Waits until the Endpoints object `name`, or its absence, satisfies `holds`; what was
+    /// seen is kept under `what`.
+    pub fn endpoints(
+        self,
+        name: &str,
+        what: &str,
+        holds: impl Fn(Option<&Endpoints>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.step(Step::Endpoints {
+            name: name.into(),
+            what: what.into(),
+            holds: Box::new(holds),
+        })
+    }
+
+    /// Waits until the slices of `service` equal what the controllers write for the stored
+    /// objects from scratch ([`TestCluster::wait_for_planned_slices_with`]).
+    pub fn planned_slices(self, service: &str) -> Self {
+        self.step(Step::PlannedSlices(service.into()))
+    }
+
+    /// Waits until the Endpoints object of `service` equals what the controllers write for
+    /// the stored objects from scratch ([`TestCluster::wait_for_planned_endpoints`]).
+    pub fn planned_endpoints(self, service: &str) -> Self {
+        self.step(Step::PlannedEndpoints(service.into()))
+    }
+
+    /// Waits for an Event with `reason` about `involved`; it is kept under `reason`.
+    pub fn event(self, involved: &str, reason: &str) -> Self {
+        self.step(Step::Event {
+            involved: involved.into(),
+            reason: reason.into(),
+        })
+    }
+
+    /// Waits until `holds`, a condition on what the run holds in memory (the controllers'
+    /// metrics, the server's request counts), returns `Ok`; its `Err` says what it saw.
+    pub fn until(
+        self,
+        what: &str,
+        holds: impl Fn(&Run) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.step(Step::Until {
+            what: what.into(),
+            holds: Box::new(holds),
+        })
+    }
+
+    /// Checks `holds`, a condition on what the run holds in memory, once at this point; its
+    /// `Err` fails the run with what it saw.
+    pub fn check(
+        self,
+        what: &str,
+        holds: impl Fn(&Run) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        self.step(Step::Check {
+            what: what.into(),
+            holds: Box::new(holds),
+        })
+    }
+
+    // ---- running ----
+
+    /// Runs the steps on a fresh cluster and returns it with what the waits saw.
+    pub async fn run(self) -> anyhow::Result<Run> {
+        let cluster = match self.nodes {
+            Nodes::Default => TestCluster::start().await,
+            Nodes::None => TestCluster::start_without_nodes(),
+        };
+        self.run_on(cluster).await
+    }
+
+    /// Runs the steps on `cluster`, set up by the test for what steps cannot express (an
+    /// object naming another's uid).
+    pub async fn run_on(self, cluster: TestCluster) -> anyhow::Result<Run> {
+        let mut run = Run {
+            cluster,
+            controllers: None,
+            max_endpoints_per_slice: Settings::default().max_endpoints_per_slice,
+            seen: Vec::new(),
+        };
+        run.resume(self).await?;
+        Ok(run)
+    }
+}
+
+/// What a wait saw.
+enum Seen {
+    Slices(Vec<EndpointSlice>),
+    Endpoints(Option<Box<Endpoints>>),
+    Event(Box<Event>),
+}
+
+/// A scenario's cluster and controllers after its steps, with what each wait saw.
+pub struct Run {
+    /// The cluster the steps ran on.
+    pub cluster: TestCluster,
+    controllers: Option<Controllers>,
+    max_endpoints_per_slice: u32,
+    seen: Vec<(String, Seen)>,
+}
+
+impl Run {
+    /// The running controllers; fails the test when none run.
+    pub fn controllers(&self) -> &Controllers {
+        self.controllers
+            .as_ref()
+            .expect("the scenario started controllers")
+    }
+
+    /// The slices the last wait described as `what` saw.
+    pub fn slices(&self, what: &str) -> &[EndpointSlice] {
+        match self.seen(what) {
+            Seen::Slices(slices) => slices,
+            _ => panic!("the wait for {what:?} saw no slices"),
+        }
+    }
+
+    /// The Endpoints object (or its absence) the last wait described as `what` saw.
+    pub fn endpoints(&self, what: &str) -> Option<&Endpoints> {
+        match self.seen(what) {
+            Seen::Endpoints(endpoints) => endpoints.as_deref(),
+            _ => panic!("the wait for {what:?} saw no Endpoints"),
+        }
+    }
+
+    /// The Event the wait for `reason` found.
+    pub fn event(&self, reason: &str) -> &Event {
+        match self.seen(reason) {
+            Seen::Event(event) => event,
+            _ => panic!("the wait for {reason:?} saw no Event"),
+        }
+    }
+
+    fn seen(&self, what: &str) -> &Seen {
+        self.seen
+            .iter()
+            .rev()
+            .find(|(described, _)| described == what)
+            .map(|(_, seen)| seen)
+            .unwrap_or_else(|| panic!("no wait was described as {what:?}"))
+    }
+
+    /// Stops the controllers, if any run, and checks that they returned without error.
+    pub async fn stop(self) {
+        if let Some(controllers) = self.controllers {
+            controllers.stop().await;
+        }
+    }
+
+    /// Runs more steps on this run's cluster and controllers (the scenario's nodes are not
+    /// used): for a test that acts on what the steps before saw.
+    pub async fn resume(&mut self, scenario: Scenario) -> anyhow::Result<()> {
+        for (i, step) in scenario.steps.into_iter().enumerate() {
+            let described = step.to_string();
+            self.apply(step)
+                .await
+                .with_context(|| format!("step {} ({described})", i + 1))?;
+        }
+        Ok(())
+    }
+
+    async fn apply(&mut self, step: Step) -> anyhow::Result<()> {
+        let cluster = &self.cluster;
+        match step {
+            Step::Create(object) => self.create(*object).await?,
+            Step::Ready {
+                pod,
+                ready,
+                since: None,
+            } => cluster.set_pod_ready(NS, &pod, ready).await?,
+            Step::Ready {
+                pod,
+                ready,
+                since: Some(since),
+            } => cluster.set_pod_ready_since(NS, &pod, ready, since).await?,
+            Step::PodIps { pod, ips } => {
+                let ips: Vec<&str> = ips.iter().map(String::as_str).collect();
+                cluster.set_pod_ips(NS, &pod, &ips).await?;
+            }
+            Step::Patch(target, patch) => self.patch(target, patch).await?,
+            Step::Delete(target) => self.delete(target).await?,
+            Step::Faults(change) => change(cluster.faults()),
+            Step::Start(options) => {
+                self.max_endpoints_per_slice = options.settings.max_endpoints_per_slice;
+                self.controllers = Some(cluster.run_controllers(*options).await);
+            }
+            Step::Stop => {
+                let controllers = self.controllers.take().context("no controllers run")?;
+                controllers.stop().await;
+            }
+            Step::Slices { of, what, holds } => {
+                let slices = cluster
+                    .wait_for_slices_by(of.manager, NS, &of.service, &what, holds)
+                    .await;
+                self.seen.push((what, Seen::Slices(slices)));
+            }
+            Step::Endpoints { name, what, holds } => {
+                let endpoints = cluster.wait_for_endpoints(NS, &name, &what, holds).await;
+                self.seen.push((what, Seen::Endpoints(endpoints.map(Box::new))));
+            }
+            Step::PlannedSlices(service) => {
+                cluster
+                    .wait_for_planned_slices_with(NS, &service, self.max_endpoints_per_slice)
+                    .await
+            }
+            Step::PlannedEndpoints(service) => {
+                cluster.wait_for_planned_endpoints(NS, &service).await
+            }
+            Step::Event { involved, reason } => {
+                let event = cluster.wait_for_event(NS, &involved, &reason).await;
+                self.seen.push((reason, Seen::Event(Box::new(event))));
+            }
+            Step::Until { what, holds } => {
+                let run = &*self;
+                eventually(&what, || {
+                    let held = holds(run);
+                    async move { held }
+                })
+                .await;
+            }
+            Step::Check { what, holds } => {
+                holds(self).map_err(|seen| anyhow::anyhow!("{what}: {seen}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn create(&self, object: Object) -> anyhow::Result<()> {
+        let cluster = &self.cluster;
+        match object {
+            Object::Namespace(name) => {
+                cluster.create_namespace(&name).await?;
+            }
+            Object::Node(node) => {
+                cluster.create_node(&node).await?;
+            }
+            Object::Service(service) => {
+                cluster.create_service(&service).await?;
+            }
+            Object::Pod(pod) => {
+                cluster.create_pod(&pod).await?;
+            }
+            Object::Endpoints(endpoints) => {
+                let ns = endpoints.namespace().unwrap_or_else(|| NS.into());
+                let api = cluster.endpoints(&ns);
+                api.create(&PostParams::default(), &endpoints).await?;
+            }
+            Object::Slice(slice) => {
+                let ns = slice.namespace().unwrap_or_else(|| NS.into());
+                let api = cluster.slices(&ns);
+                api.create(&PostParams::default(), &slice).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn patch(&self, target: Target, patch: Value) -> anyhow::Result<()> {
+        let cluster = &self.cluster;
+        match target {
+            Target::Pod(name) => merge(cluster.pods(NS), &name, patch).await,
+            Target::Service(name) => merge(cluster.services(NS), &name, patch).await,
+            Target::Node(name) => merge(cluster.nodes(), &name, patch).await,
+            Target::Endpoints(name) => merge(cluster.endpoints(NS), &name, patch).await,
+            Target::Namespace(name) => merge(cluster.namespaces(), &name, patch).await,
+            Target::FirstSliceOf(service) => {
+                let name = self.first_slice_of(&service).await?;
+                merge(cluster.slices(NS), &name, patch).await
+            }
+        }
+    }
+
+    async fn delete(&self, target: Target) -> anyhow::Result<()> {
+        let cluster = &self.cluster;
+        match target {
+            Target::Pod(name) => remove(cluster.pods(NS), &name).await,
+            Target::Service(name) => remove(cluster.services(NS), &name).await,
+            Target::Node(name) => remove(cluster.nodes(), &name).await,
+            Target::Endpoints(name) => remove(cluster.endpoints(NS), &name).await,
+            Target::Namespace(name) => remove(cluster.namespaces(), &name).await,
+            Target::FirstSliceOf(service) => {
+                let name = self.first_slice_of(&service).await?;
+                remove(cluster.slices(NS), &name).await
+            }
+        }
+    }
+
+    async fn first_slice_of(&self, service: &str) -> anyhow::Result<String> {
+        let slices = self.cluster.managed_slices(NS, service).await?;
+        slices
+            .first()
+            .map(ResourceExt::name_any)
+            .with_context(|| format!("{service} has no slice"))
+    }
+}
+
+/// Merge-patches the object `name` of `api`.
+async fn merge<K>(api: Api<K>, name: &str, patch: Value) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + fmt::Debug,
+{
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+/// Deletes the object `name` of `api`.
+async fn remove<K>(api: Api<K>, name: &str) -> anyhow::Result<()>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + fmt::Debug,
+{
+    api.delete(name, &DeleteParams::default()).await?;
+    Ok(())
+}
+
+// ---- scenarios several tests share ----
+
+/// A Service `web` appears in a namespace, `doomed`, just before the namespace is deleted: the
+/// controller's create of `resource` is held in the server until the namespace is
+/// terminating, and the refusal that follows is dropped quietly, with no error and no retry.
+/// `syncs` reads the controller's `syncs{result}` counter.
+pub fn create_refused_in_a_terminating_namespace(
+    options: Options,
+    resource: &'static str,
+    syncs: fn(&Controllers, &str) -> f64,
+) -> Scenario {
+    let held = Duration::from_secs(1);
+    Scenario::new()
+        .create_namespace("doomed")
+        // A pod that cannot go away keeps the namespace Terminating rather than gone.
+        .create(pod("held").ns("doomed").finalizer("example.com/hold"))
+        .faults(move |faults| faults.add_latency("create", resource, held))
+        .start(options)
+        .create(web().ns("doomed"))
+        .until("the controller to send its create", move |run| {
+            let n = run.cluster.requests("create", resource);
+            (n >= 1).then_some(()).ok_or(format!("{n} creates"))
+        })
+        .delete_namespace("doomed")
+        .until(
+            "the refused sync and the deletion sync to finish",
+            move |run| {
+                let controllers = run.controllers();
+                let done = syncs(controllers, "success") + syncs(controllers, "error");
+                (done >= 2.0).then_some(()).ok_or(format!("{done} syncs"))
+            },
+        )
+        .check("no error, no retry", move |run| {
+            let errors = syncs(run.controllers(), "error");
+            let creates = run.cluster.requests("create", resource);
+            (errors == 0.0 && creates == 1)
+                .then_some(())
+                .ok_or(format!("{errors} failed syncs, {creates} creates"))
+        })
+}
+
+// ---- what waits commonly expect ----
+
+/// Slices whose endpoints point at exactly these pods (sorted by name).
+pub fn pods_are(names: &[&str]) -> impl Fn(&[EndpointSlice]) -> bool + Send + Sync + 'static {
+    let names = strings(names);
+    move |slices| pod_names(slices) == names
+}
+
+/// Slices holding a ready endpoint for `pod`.
+pub fn endpoint_ready(pod: &str) -> impl Fn(&[EndpointSlice]) -> bool + Send + Sync + 'static {
+    endpoint_ready_is(pod, Some(true))
+}
+
+/// Slices holding a not-ready endpoint for `pod`.
+pub fn endpoint_not_ready(pod: &str) -> impl Fn(&[EndpointSlice]) -> bool + Send + Sync + 'static {
+    endpoint_ready_is(pod, Some(false))
+}
+
+fn endpoint_ready_is(
+    pod: &str,
+    ready: Option<bool>,
+) -> impl Fn(&[EndpointSlice]) -> bool + Send + Sync + 'static {
+    let pod = pod.to_owned();
+    move |slices| endpoint_of(slices, &pod).is_some_and(|e| conditions(&e).0 == ready)
+}
+
+/// Slices holding an endpoint for `pod` with these (ready, serving, terminating)
+/// conditions, as [`conditions`] reads them.
+pub fn endpoint_conditions_are(
+    pod: &str,
+    want: (Option<bool>, Option<bool>, Option<bool>),
+) -> impl Fn(&[EndpointSlice]) -> bool + Send + Sync + 'static {
+    let pod = pod.to_owned();
+    move |slices| endpoint_of(slices, &pod).is_some_and(|e| conditions(&e) == want)
+}
+
+/// An Endpoints object (or none, when both lists are empty) with exactly these ready and
+/// not-ready IPs, each sorted.
+pub fn addresses_are(
+    ready: &[&str],
+    not_ready: &[&str],
+) -> impl Fn(Option<&Endpoints>) -> bool + Send + Sync + 'static {
+    let want = (strings(ready), strings(not_ready));
+    move |endpoints| addresses(endpoints) == want
+}
+
+/// No Endpoints object.
+pub fn absent(endpoints: Option<&Endpoints>) -> bool {
+    endpoints.is_none()
+}
