@@ -84,6 +84,11 @@ pub fn web_pod(name: &str, ip: &str) -> PodBuilder {
     pod(name).label("app", "web").ip(ip).ready(true)
 }
 
+/// `count` ready pods of [`web`], `web-<i>` with the IP `10.0.0.<i + 1>`.
+pub fn web_pods(count: usize) -> impl Iterator<Item = PodBuilder> {
+    (0..count).map(|i| web_pod(&format!("web-{i}"), &format!("10.0.0.{}", i + 1)))
+}
+
 /// A succeeded and a failed pod of [`web`], ready, with the IP 10.0.0.9: pods that have run
 /// to the end, which no controller publishes.
 pub fn finished_web_pods() -> [PodBuilder; 2] {

@@ -610,32 +610,33 @@ impl TestCluster {
 
     /// Waits until an Event with `reason` about `involved` exists in `ns`, and returns it.
     pub async fn wait_for_event(&self, ns: &str, involved: &str, reason: &str) -> Event {
-        let what = format!("an event {reason} about {ns}/{involved}");
-        self.eventually(&what, || {
-            let api = self.events(ns);
-            async move {
-                let events = api
-                    .list(&ListParams::default())
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .items;
-                events
-                    .iter()
-                    .find(|e| {
-                        e.reason.as_deref() == Some(reason)
-                            && e.involved_object.name.as_deref() == Some(involved)
-                    })
-                    .cloned()
-                    .ok_or_else(|| {
-                        let seen: Vec<_> = events
-                            .iter()
-                            .map(|e| (e.reason.clone(), e.involved_object.name.clone()))
-                            .collect();
-                        format!("{seen:?}")
-                    })
-            }
-        })
-        .await
+        let is_it = |e: &Event| {
+            e.reason.as_deref() == Some(reason)
+                && e.involved_object.name.as_deref() == Some(involved)
+        };
+        let what = format!("an event {reason} about {involved}");
+        let events = self
+            .wait_for_events(ns, &what, |events| events.iter().any(is_it))
+            .await;
+        events
+            .into_iter()
+            .find(is_it)
+            .expect("the wait saw the event")
+    }
+
+    /// Waits until the Events of `ns` satisfy `done`, and returns them.
+    pub async fn wait_for_events(
+        &self,
+        ns: &str,
+        what: &str,
+        done: impl Fn(&[Event]) -> bool,
+    ) -> Vec<Event> {
+        let what = format!("Events of {ns}: {what}");
+        let read = || async {
+            let listed = self.events(ns).list(&ListParams::default()).await?;
+            anyhow::Ok(listed.items)
+        };
+        self.wait_for(&what, read, |e| done(e)).await
     }
 
     // ---- what the controllers should converge to ----

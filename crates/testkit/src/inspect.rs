@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
-use k8s_openapi::api::core::v1::{Endpoints, Event, Pod};
+use k8s_openapi::api::core::v1::{Endpoints, Pod};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
 use reconcile::trigger_time::ANNOTATION as TRIGGER_TIME;
 
@@ -115,13 +115,4 @@ pub fn ready_transition(pod: &Pod) -> Option<k8s_openapi::jiff::Timestamp> {
         .last_transition_time
         .as_ref()
         .map(|t| t.0)
-}
-
-/// An Event's type, the component that reported it and the kind of the object it is about.
-pub fn event_source(event: &Event) -> (Option<&str>, Option<&str>, Option<&str>) {
-    (
-        event.type_.as_deref(),
-        event.source.as_ref().and_then(|s| s.component.as_deref()),
-        event.involved_object.kind.as_deref(),
-    )
 }

@@ -20,15 +20,15 @@ pub mod server;
 pub mod wait;
 
 pub use build::{
-    finished_web_pods, node, pod, service, web, web_pod, NodeBuilder, PodBuilder, ServiceBuilder,
-    DEFAULT_NODE, ZONE_LABEL,
+    finished_web_pods, node, pod, service, web, web_pod, web_pods, NodeBuilder, PodBuilder,
+    ServiceBuilder, DEFAULT_NODE, ZONE_LABEL,
 };
 pub use cluster::{
     endpoints_only, metric, mirroring_only, options, slices_only, Controllers, Manager, OverTcp,
     TestCluster,
 };
 pub use inspect::{
-    addresses, conditions, endpoint_of, endpoints_by_pod, endpoints_ports, event_source, pod_names,
-    ports, pretty, ready_transition, strings, trigger_time,
+    addresses, conditions, endpoint_of, endpoints_by_pod, endpoints_ports, pod_names, ports,
+    pretty, ready_transition, strings, trigger_time,
 };
 pub use wait::{eventually, eventually_on, until, within, DEADLINE};

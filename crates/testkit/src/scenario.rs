@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::build::{pod, web, NodeBuilder, PodBuilder, ServiceBuilder};
 use crate::cluster::{Controllers, Manager, TestCluster};
-use crate::inspect::{addresses, conditions, endpoint_of, pod_names, strings};
+use crate::inspect::{addresses, conditions, endpoint_of, pod_names, pretty, strings};
 use crate::wait::eventually;
 
 /// The namespace step names refer to.
@@ -38,6 +38,8 @@ const NS: &str = "default";
 type SlicesHold = Box<dyn Fn(&[EndpointSlice]) -> bool + Send + Sync>;
 /// What a wait on an Endpoints object expects of it, or of its absence.
 type EndpointsHold = Box<dyn Fn(Option<&Endpoints>) -> bool + Send + Sync>;
+/// What a wait on a namespace's Events expects of them.
+type EventsHold = Box<dyn Fn(&[Event]) -> bool + Send + Sync>;
 /// A condition on what a run holds in memory (metrics, request counts), `Err` saying what
 /// it saw.
 type RunHolds = Box<dyn Fn(&Run) -> Result<(), String> + Send + Sync>;
@@ -125,9 +127,9 @@ enum Target {
     Node(String),
     Endpoints(String),
     Namespace(String),
-    /// The first (by name) of the slices the EndpointSlice controller manages for a Service,
-    /// as the conformance steps' `first-slice-of:SVC`.
-    FirstSliceOf(String),
+    /// The first (by name) of a Service's slices, as the conformance steps'
+    /// `first-slice-of:SVC`.
+    FirstSliceOf(SlicesOf),
 }
 
 /// One step of a scenario.
@@ -160,18 +162,16 @@ enum Step {
     },
     PlannedSlices(String),
     PlannedEndpoints(String),
-    Event {
-        involved: String,
-        reason: String,
+    Event(Box<EventLike>),
+    Events {
+        what: String,
+        holds: EventsHold,
     },
     Until {
         what: String,
         holds: RunHolds,
     },
-    Check {
-        what: String,
-        holds: RunHolds,
-    },
+    Check(Box<dyn FnOnce(&Run) + Send>),
 }
 
 impl fmt::Display for Step {
@@ -192,9 +192,10 @@ impl fmt::Display for Step {
             Step::PlannedEndpoints(service) => {
                 write!(f, "wait for the planned Endpoints of {service}")
             }
-            Step::Event { involved, reason } => write!(f, "wait for {reason} about {involved}"),
+            Step::Event(event) => write!(f, "wait for {} about {}", event.reason, event.involved),
+            Step::Events { what, .. } => write!(f, "wait for Events: {what}"),
             Step::Until { what, .. } => write!(f, "wait for {what}"),
-            Step::Check { what, .. } => write!(f, "check {what}"),
+            Step::Check(_) => write!(f, "check what the run holds"),
         }
     }
 }
@@ -315,10 +316,10 @@ impl Scenario {
         self.step(Step::Patch(Target::Endpoints(name.into()), patch))
     }
 
-    /// Merge-patches the first of the slices the EndpointSlice controller manages for
-    /// `service`, behind the controller's back.
-    pub fn patch_first_slice_of(self, service: &str, patch: Value) -> Self {
-        self.step(Step::Patch(Target::FirstSliceOf(service.into()), patch))
+    /// Merge-patches the first of `slices` (a Service's name, or [`mirrored`]), behind the
+    /// controller's back.
+    pub fn patch_first_slice_of(self, slices: impl Into<SlicesOf>, patch: Value) -> Self {
+        self.step(Step::Patch(Target::FirstSliceOf(slices.into()), patch))
     }
 
     /// Deletes a pod (it stays, terminating, while it has finalizers).
@@ -341,9 +342,9 @@ impl Scenario {
         self.step(Step::Delete(Target::Namespace(name.into())))
     }
 
-    /// Deletes the first of the slices the EndpointSlice controller manages for `service`.
-    pub fn delete_first_slice_of(self, service: &str) -> Self {
-        self.step(Step::Delete(Target::FirstSliceOf(service.into())))
+    /// Deletes the first of `slices` (a Service's name, or [`mirrored`]).
+    pub fn delete_first_slice_of(self, slices: impl Into<SlicesOf>) -> Self {
+        self.step(Step::Delete(Target::FirstSliceOf(slices.into())))
     }
 
     /// Changes the server's faults (errors, latency, dropped watches) from here on.
@@ -408,11 +409,21 @@ impl Scenario {
         self.step(Step::PlannedEndpoints(service.into()))
     }
 
-    /// Waits for an Event with `reason` about `involved`; it is kept under `reason`.
-    pub fn event(self, involved: &str, reason: &str) -> Self {
-        self.step(Step::Event {
-            involved: involved.into(),
-            reason: reason.into(),
+    /// Waits for an Event with the reason of `expected` about its object, and checks that it
+    /// says what `expected` states; it is kept under its reason.
+    pub fn event(self, expected: EventLike) -> Self {
+        self.step(Step::Event(Box::new(expected)))
+    }
+
+    /// Waits until the Events of `default` satisfy `holds`.
+    pub fn events(
+        self,
+        what: &str,
+        holds: impl Fn(&[Event]) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.step(Step::Events {
+            what: what.into(),
+            holds: Box::new(holds),
         })
     }
 
@@ -429,17 +440,9 @@ impl Scenario {
         })
     }
 
-    /// Checks `holds`, a condition on what the run holds in memory, once at this point; its
-    /// `Err` fails the run with what it saw.
-    pub fn check(
-        self,
-        what: &str,
-        holds: impl Fn(&Run) -> Result<(), String> + Send + Sync + 'static,
-    ) -> Self {
-        self.step(Step::Check {
-            what: what.into(),
-            holds: Box::new(holds),
-        })
+    /// Runs `assert`, the test's assertions on what the run holds in memory, at this point.
+    pub fn check(self, assert: impl FnOnce(&Run) + Send + 'static) -> Self {
+        self.step(Step::Check(Box::new(assert)))
     }
 
     // ---- running ----
@@ -451,6 +454,12 @@ impl Scenario {
             Nodes::None => TestCluster::start_without_nodes(),
         };
         self.run_on(cluster).await
+    }
+
+    /// Runs the steps on a fresh cluster, for a test whose steps state all it checks.
+    pub async fn run_to_end(self) -> anyhow::Result<()> {
+        self.run().await?;
+        Ok(())
     }
 
     /// Runs the steps on `cluster`, set up by the test for what steps cannot express (an
@@ -580,7 +589,8 @@ impl Run {
             }
             Step::Endpoints { name, what, holds } => {
                 let endpoints = cluster.wait_for_endpoints(NS, &name, &what, holds).await;
-                self.seen.push((what, Seen::Endpoints(endpoints.map(Box::new))));
+                self.seen
+                    .push((what, Seen::Endpoints(endpoints.map(Box::new))));
             }
             Step::PlannedSlices(service) => {
                 cluster
@@ -590,9 +600,16 @@ impl Run {
             Step::PlannedEndpoints(service) => {
                 cluster.wait_for_planned_endpoints(NS, &service).await
             }
-            Step::Event { involved, reason } => {
-                let event = cluster.wait_for_event(NS, &involved, &reason).await;
-                self.seen.push((reason, Seen::Event(Box::new(event))));
+            Step::Event(expected) => {
+                let event = cluster
+                    .wait_for_event(NS, &expected.involved, &expected.reason)
+                    .await;
+                expected.check(&event).map_err(anyhow::Error::msg)?;
+                self.seen
+                    .push((expected.reason, Seen::Event(Box::new(event))));
+            }
+            Step::Events { what, holds } => {
+                cluster.wait_for_events(NS, &what, holds).await;
             }
             Step::Until { what, holds } => {
                 let run = &*self;
@@ -602,9 +619,7 @@ impl Run {
                 })
                 .await;
             }
-            Step::Check { what, holds } => {
-                holds(self).map_err(|seen| anyhow::anyhow!("{what}: {seen}"))?;
-            }
+            Step::Check(assert) => assert(self),
         }
         Ok(())
     }
@@ -646,8 +661,8 @@ impl Run {
             Target::Node(name) => merge(cluster.nodes(), &name, patch).await,
             Target::Endpoints(name) => merge(cluster.endpoints(NS), &name, patch).await,
             Target::Namespace(name) => merge(cluster.namespaces(), &name, patch).await,
-            Target::FirstSliceOf(service) => {
-                let name = self.first_slice_of(&service).await?;
+            Target::FirstSliceOf(slices) => {
+                let name = self.first_slice_of(&slices).await?;
                 merge(cluster.slices(NS), &name, patch).await
             }
         }
@@ -661,19 +676,22 @@ impl Run {
             Target::Node(name) => remove(cluster.nodes(), &name).await,
             Target::Endpoints(name) => remove(cluster.endpoints(NS), &name).await,
             Target::Namespace(name) => remove(cluster.namespaces(), &name).await,
-            Target::FirstSliceOf(service) => {
-                let name = self.first_slice_of(&service).await?;
+            Target::FirstSliceOf(slices) => {
+                let name = self.first_slice_of(&slices).await?;
                 remove(cluster.slices(NS), &name).await
             }
         }
     }
 
-    async fn first_slice_of(&self, service: &str) -> anyhow::Result<String> {
-        let slices = self.cluster.managed_slices(NS, service).await?;
-        slices
+    async fn first_slice_of(&self, slices: &SlicesOf) -> anyhow::Result<String> {
+        let listed = self
+            .cluster
+            .slices_managed_by(slices.manager, NS, &slices.service)
+            .await?;
+        listed
             .first()
             .map(ResourceExt::name_any)
-            .with_context(|| format!("{service} has no slice"))
+            .with_context(|| format!("no slice of {slices:?}"))
     }
 }
 
@@ -696,6 +714,108 @@ where
     Ok(())
 }
 
+// ---- Events ----
+
+/// An Event a scenario waits for, by its reason and the object it is about, and what it must
+/// say: its type, and what a test states with [`EventLike::by`], [`EventLike::about`] and
+/// [`EventLike::message`].
+#[derive(Debug)]
+pub struct EventLike {
+    involved: String,
+    reason: String,
+    type_: &'static str,
+    component: Option<String>,
+    kind: Option<String>,
+    message: Vec<Message>,
+}
+
+/// What an Event's message must be.
+#[derive(Debug)]
+pub enum Message {
+    /// Exactly this.
+    Is(String),
+    /// Anything that starts with this.
+    StartsWith(&'static str),
+    /// Anything that ends with this.
+    EndsWith(&'static str),
+}
+
+impl Message {
+    fn holds(&self, message: &str) -> bool {
+        match self {
+            Message::Is(want) => message == want,
+            Message::StartsWith(start) => message.starts_with(start),
+            Message::EndsWith(end) => message.ends_with(end),
+        }
+    }
+}
+
+/// A Warning Event with `reason` about the object named `involved`.
+pub fn warning(involved: &str, reason: &str) -> EventLike {
+    event_like("Warning", involved, reason)
+}
+
+/// A Normal Event with `reason` about the object named `involved`.
+pub fn normal(involved: &str, reason: &str) -> EventLike {
+    event_like("Normal", involved, reason)
+}
+
+fn event_like(type_: &'static str, involved: &str, reason: &str) -> EventLike {
+    EventLike {
+        involved: involved.into(),
+        reason: reason.into(),
+        type_,
+        component: None,
+        kind: None,
+        message: Vec::new(),
+    }
+}
+
+impl EventLike {
+    /// Reported by `component`.
+    pub fn by(mut self, component: &str) -> Self {
+        self.component = Some(component.into());
+        self
+    }
+
+    /// About an object of `kind`.
+    pub fn about(mut self, kind: &str) -> Self {
+        self.kind = Some(kind.into());
+        self
+    }
+
+    /// With a message that is as `message` says (each call adds a condition).
+    pub fn message(mut self, message: Message) -> Self {
+        self.message.push(message);
+        self
+    }
+
+    /// `Ok` when `event` says all this states, else what it says instead.
+    fn check(&self, event: &Event) -> Result<(), String> {
+        let message = event.message.as_deref().unwrap_or_default();
+        let stated = |want: &Option<String>, found: &str| want.as_ref().is_none_or(|w| w == found);
+        let holds = event.type_.as_deref() == Some(self.type_)
+            && stated(&self.component, source_component(event))
+            && stated(
+                &self.kind,
+                event.involved_object.kind.as_deref().unwrap_or_default(),
+            )
+            && self.message.iter().all(|m| m.holds(message));
+        holds
+            .then_some(())
+            .ok_or_else(|| format!("expected {self:?}, found {}", pretty(event)))
+    }
+}
+
+/// The component that reported `event`, empty when it says none.
+fn source_component(event: &Event) -> &str {
+    event
+        .source
+        .as_ref()
+        .and_then(|s| s.component.as_deref())
+        .unwrap_or_default()
+}
+
 // ---- scenarios several tests share ----
 
 /// A Service `web` appears in a namespace, `doomed`, just before the namespace is deleted: the
@@ -715,10 +835,10 @@ pub fn create_refused_in_a_terminating_namespace(
         .faults(move |faults| faults.add_latency("create", resource, held))
         .start(options)
         .create(web().ns("doomed"))
-        .until("the controller to send its create", move |run| {
-            let n = run.cluster.requests("create", resource);
-            (n >= 1).then_some(()).ok_or(format!("{n} creates"))
-        })
+        .until(
+            "the controller to send its create",
+            served("create", resource, 1),
+        )
         .delete_namespace("doomed")
         .until(
             "the refused sync and the deletion sync to finish",
@@ -728,16 +848,28 @@ pub fn create_refused_in_a_terminating_namespace(
                 (done >= 2.0).then_some(()).ok_or(format!("{done} syncs"))
             },
         )
-        .check("no error, no retry", move |run| {
+        .check(move |run| {
             let errors = syncs(run.controllers(), "error");
-            let creates = run.cluster.requests("create", resource);
-            (errors == 0.0 && creates == 1)
-                .then_some(())
-                .ok_or(format!("{errors} failed syncs, {creates} creates"))
+            assert_eq!(errors, 0.0, "no error, no retry");
+            assert_eq!(run.cluster.requests("create", resource), 1);
         })
 }
 
 // ---- what waits commonly expect ----
+
+/// Until the server has served at least `count` requests of `verb` on `resource`.
+pub fn served(
+    verb: &'static str,
+    resource: &'static str,
+    count: u64,
+) -> impl Fn(&Run) -> Result<(), String> + Send + Sync + 'static {
+    move |run| {
+        let n = run.cluster.requests(verb, resource);
+        (n >= count)
+            .then_some(())
+            .ok_or(format!("{n} {verb} {resource}"))
+    }
+}
 
 /// Slices whose endpoints point at exactly these pods (sorted by name).
 pub fn pods_are(names: &[&str]) -> impl Fn(&[EndpointSlice]) -> bool + Send + Sync + 'static {

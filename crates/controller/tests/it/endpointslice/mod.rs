@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 
 use kube::ResourceExt;
 use testkit::scenario::{pods_are, Scenario};
-use testkit::{conditions, endpoint_of, node, pod, ports, service, slices_only, web_pod};
+use testkit::{
+    conditions, endpoint_of, node, pod, ports, service, slices_only, web, web_pod, ServiceBuilder,
+};
 
 pub(super) const NS: &str = "default";
 
@@ -112,14 +114,26 @@ pub(super) fn label<'a>(
     slice.labels().get(key).map(String::as_str)
 }
 
+/// [`testkit::web`] and its pod `web-1`, until the EndpointSlice controller has written the
+/// pod's endpoint; the slices are kept under "web-1".
+pub(super) fn web_1_in_a_slice() -> Scenario {
+    web_1_in_a_slice_of(web())
+}
+
+/// [`web_1_in_a_slice`] with another Service `web` selecting the pod.
+pub(super) fn web_1_in_a_slice_of(web: ServiceBuilder) -> Scenario {
+    Scenario::new()
+        .create(web)
+        .create(web_pod("web-1", "10.0.0.1"))
+        .start(slices_only())
+        .slices("web", "web-1", pods_are(&["web-1"]))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controllers_stop_cleanly_when_shut_down() -> anyhow::Result<()> {
     let run = Scenario::web([])
         .start(testkit::options())
-        .check("ready once started", |run| {
-            let ready = run.controllers().readiness.is_ready();
-            ready.then_some(()).ok_or("not ready".to_owned())
-        })
+        .check(|run| assert!(run.controllers().readiness.is_ready()))
         .slices("web", "a placeholder", |s| s.len() == 1)
         .run()
         .await?;

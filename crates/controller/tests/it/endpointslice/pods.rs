@@ -45,9 +45,8 @@ async fn deleted_pod_is_removed_from_the_slice() -> anyhow::Result<()> {
         .delete_pod("web-1")
         .slices("web", "only web-2", pods_are(&["web-2"]))
         .planned_slices("web")
-        .run()
-        .await?;
-    Ok(())
+        .run_to_end()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,9 +89,8 @@ async fn pod_label_change_moves_its_endpoint_between_services() -> anyhow::Resul
         .slices("blue", "no endpoints", pods_are(&[]))
         .planned_slices("blue")
         .planned_slices("green")
-        .run()
-        .await?;
-    Ok(())
+        .run_to_end()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,9 +170,8 @@ async fn pods_without_an_ip_or_in_a_terminal_phase_are_not_published() -> anyhow
             "the pod that got an IP",
             pods_are(&["pending", "running"]),
         )
-        .run()
-        .await?;
-    Ok(())
+        .run_to_end()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -191,7 +188,6 @@ async fn pod_changes_are_applied_after_the_batch_period() -> anyhow::Result<()> 
         .slices("web", "both ready", move |s| web_1(s) && web_2(s))
         .planned_slices("web")
         .planned_endpoints("web")
-        .run()
-        .await?;
-    Ok(())
+        .run_to_end()
+        .await
 }

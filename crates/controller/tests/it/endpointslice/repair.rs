@@ -1,7 +1,7 @@
 //! Edits made behind the controller's back are repaired, and slices converge to the plan
 //! from scratch after any sequence of them.
 
-use super::{label, NS};
+use super::{label, web_1_in_a_slice, NS};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::ResourceExt;
 use serde_json::json;
@@ -25,9 +25,7 @@ fn recorded_creates(n: f64) -> impl Fn(&Run) -> Result<(), String> + Send + Sync
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manually_deleted_managed_slice_is_recreated() -> anyhow::Result<()> {
-    let run = Scenario::web([web_pod("web-1", "10.0.0.1")])
-        .start(slices_only())
-        .slices("web", "web-1", pods_are(&["web-1"]))
+    let run = web_1_in_a_slice()
         // The writer counts a create only after recording it in its tracker; deleting earlier
         // races that bookkeeping (the next test covers that race).
         .until("the writer to record its create", recorded_creates(1.0))
@@ -56,20 +54,23 @@ async fn slice_deleted_right_after_its_create_is_still_recreated() -> anyhow::Re
     let started = Scenario::new()
         .create(web_pod("web-1", "10.0.0.1"))
         .start(slices_only());
-    let deleted = rounds.iter().fold(started, |scenario, name| {
-        scenario
-            .create(service(name).selector("app", "web").port("http", 80, 8080))
-            .slices(name.as_ref(), "a slice", |s| s.len() == 1)
-            .delete_first_slice_of(name)
-    });
+    let deleted = rounds
+        .iter()
+        .map(String::as_str)
+        .fold(started, |scenario, name| {
+            scenario
+                .create(service(name).selector("app", "web").port("http", 80, 8080))
+                .slices(name, "a slice", |s| s.len() == 1)
+                .delete_first_slice_of(name)
+        });
     rounds
         .iter()
+        .map(String::as_str)
         .fold(deleted, |scenario, name| {
-            scenario.slices(name.as_ref(), "recreated with web-1", pods_are(&["web-1"]))
+            scenario.slices(name, "recreated with web-1", pods_are(&["web-1"]))
         })
-        .run()
-        .await?;
-    Ok(())
+        .run_to_end()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,9 +111,7 @@ async fn slice_labelled_for_the_service_but_owned_by_another_uid_is_replaced() -
         "addressType": "IPv4",
         "endpoints": [{"addresses": ["10.9.9.9"]}],
     }))?;
-    let run = Scenario::web([web_pod("web-1", "10.0.0.1")])
-        .start(slices_only())
-        .slices("web", "web-1", pods_are(&["web-1"]))
+    let run = web_1_in_a_slice()
         .create(foreign)
         .slices("web", "the foreign slice deleted", |s| {
             s.iter().all(|s| s.name_any() != "web-foreign")
@@ -191,9 +190,8 @@ async fn slices_converge_to_the_plan_from_scratch_after_a_sequence_of_edits() ->
         )
         .planned_slices("web")
         .planned_slices("api")
-        .run()
-        .await?;
-    Ok(())
+        .run_to_end()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,12 +1,14 @@
 //! Service changes reach the slices: selectors, ports, labels, deletion, headless and
 //! dual-stack Services, and Services that get no slices.
 
-use super::{label, NS};
+use super::{label, web_1_in_a_slice, web_1_in_a_slice_of, NS};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::ResourceExt;
 use serde_json::json;
 use testkit::scenario::{endpoint_not_ready, pods_are, Run, Scenario};
-use testkit::{pod, pod_names, ports, service, slices_only, strings, web, web_pod, TestCluster};
+use testkit::{
+    pod, pod_names, ports, service, slices_only, strings, web, web_pod, web_pods, TestCluster,
+};
 
 /// The gauge of the slices the controller knows of.
 const SLICES_GAUGE: &str = "endpoint_slice_controller_num_endpoint_slices";
@@ -49,9 +51,8 @@ async fn service_selector_change_follows_the_newly_selected_pods() -> anyhow::Re
         .patch_service("web", json!({"spec": {"selector": {"tier": "v2"}}}))
         .slices("web", "v2-a only", pods_are(&["v2-a"]))
         .planned_slices("web")
-        .run()
-        .await?;
-    Ok(())
+        .run_to_end()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -127,9 +128,7 @@ async fn deleted_service_slices_are_left_to_the_garbage_collector() -> anyhow::R
             (n == want).then_some(()).ok_or(format!("{n}"))
         }
     };
-    let scenario = Scenario::web([web_pod("web-1", "10.0.0.1")])
-        .start(slices_only())
-        .slices("web", "web-1", pods_are(&["web-1"]))
+    let scenario = web_1_in_a_slice()
         .until("the slice gauge to count the slice", gauge_is(1.0))
         .delete_service("web")
         // The sync of the deleted Service forgets it: the gauge drops to zero.
@@ -168,11 +167,7 @@ async fn service_without_pods_gets_a_placeholder_slice() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn headless_service_slices_carry_the_headless_label() -> anyhow::Result<()> {
-    let run = Scenario::new()
-        .create(web().headless())
-        .create(web_pod("web-1", "10.0.0.1"))
-        .start(slices_only())
-        .slices("web", "web-1", pods_are(&["web-1"]))
+    let run = web_1_in_a_slice_of(web().headless())
         .planned_slices("web")
         .run()
         .await?;
@@ -220,8 +215,7 @@ async fn service_being_deleted_gets_no_new_slices() -> anyhow::Result<()> {
 async fn max_endpoints_per_slice_spreads_endpoints_over_several_slices() -> anyhow::Result<()> {
     let mut options = slices_only();
     options.settings.max_endpoints_per_slice = 2;
-    let pods = (0..5).map(|i| web_pod(&format!("web-{i}"), &format!("10.0.0.{}", i + 1)));
-    let run = Scenario::web(pods)
+    let run = Scenario::web(web_pods(5))
         .start(options)
         .slices("web", "five endpoints", |s| pod_names(s).len() == 5)
         .planned_slices("web")
@@ -242,16 +236,11 @@ async fn max_endpoints_per_slice_spreads_endpoints_over_several_slices() -> anyh
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reserved_labels_on_the_service_do_not_override_slice_labels() -> anyhow::Result<()> {
-    let run = Scenario::new()
-        .create(
-            web()
-                .label("kubernetes.io/service-name", "impostor")
-                .label("endpointslice.kubernetes.io/managed-by", "someone-else")
-                .label("team", "blue"),
-        )
-        .create(web_pod("web-1", "10.0.0.1"))
-        .start(slices_only())
-        .slices("web", "web-1", pods_are(&["web-1"]))
+    let impostor = web()
+        .label("kubernetes.io/service-name", "impostor")
+        .label("endpointslice.kubernetes.io/managed-by", "someone-else")
+        .label("team", "blue");
+    let run = web_1_in_a_slice_of(impostor)
         .planned_slices("web")
         .run()
         .await?;
@@ -261,9 +250,7 @@ async fn reserved_labels_on_the_service_do_not_override_slice_labels() -> anyhow
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recreated_service_replaces_the_slices_of_its_previous_incarnation() -> anyhow::Result<()> {
-    let run = Scenario::web([web_pod("web-1", "10.0.0.1")])
-        .start(slices_only())
-        .slices("web", "web-1", pods_are(&["web-1"]))
+    let run = web_1_in_a_slice()
         // No garbage collector here: the old slices outlive their owner.
         .delete_service("web")
         .create(web())
@@ -317,13 +304,7 @@ async fn slices_of_an_address_type_the_service_does_not_use_are_deleted() -> any
 async fn dual_stack_service_gets_one_slice_per_address_type() -> anyhow::Result<()> {
     let run = Scenario::new()
         .create(web().dual_stack())
-        .create(
-            pod("web-1")
-                .label("app", "web")
-                .ip("10.0.0.1")
-                .ip("fd00::1")
-                .ready(true),
-        )
+        .create(web_pod("web-1", "10.0.0.1").ip("fd00::1"))
         .start(slices_only())
         .slices("web", "an IPv4 and an IPv6 slice", |s| s.len() == 2)
         .planned_slices("web")

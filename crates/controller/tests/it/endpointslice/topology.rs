@@ -2,10 +2,8 @@
 
 use reconcile::topology::messages;
 use serde_json::json;
-use testkit::scenario::Scenario;
-use testkit::{
-    endpoint_of, event_source, node, pod_names, slices_only, strings, web, web_pod, ZONE_LABEL,
-};
+use testkit::scenario::{normal, warning, Message, Scenario};
+use testkit::{endpoint_of, node, pod_names, slices_only, strings, web, web_pod, ZONE_LABEL};
 
 /// Three zones of equal CPU, a pod in each, and a Service with `topology-mode: Auto`, under
 /// the EndpointSlice controller.
@@ -80,43 +78,24 @@ async fn node_zone_change_recomputes_topology_hints() -> anyhow::Result<()> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topology_hints_enabled_and_disabled_are_recorded_as_service_events() -> anyhow::Result<()>
 {
-    let run = zoned()
-        .event("web", "TopologyAwareHintsEnabled")
+    let enabled = format!("{}, addressType: IPv4", messages::ENABLED);
+    zoned()
+        .event(
+            normal("web", "TopologyAwareHintsEnabled")
+                .by("endpoint-slice-controller")
+                .about("Service")
+                .message(Message::Is(enabled)),
+        )
         .patch_node("node-b", into_zone_a())
         .patch_node("node-c", into_zone_a())
-        .event("web", "TopologyAwareHintsDisabled")
-        .run()
-        .await?;
-    let enabled = run.event("TopologyAwareHintsEnabled");
-    assert_eq!(
-        event_source(enabled),
-        (
-            Some("Normal"),
-            Some("endpoint-slice-controller"),
-            Some("Service")
+        // Upstream's SetNodes drops the zone shares when fewer than two zones are left, and
+        // missing shares read as insufficient node information.
+        .event(
+            warning("web", "TopologyAwareHintsDisabled")
+                .by("endpoint-slice-controller")
+                .message(Message::StartsWith(messages::INSUFFICIENT_NODE_INFO))
+                .message(Message::EndsWith(", addressType: IPv4")),
         )
-    );
-    assert_eq!(
-        enabled.message.as_deref(),
-        Some(format!("{}, addressType: IPv4", messages::ENABLED).as_str())
-    );
-
-    let disabled = run.event("TopologyAwareHintsDisabled");
-    assert_eq!(
-        event_source(disabled),
-        (
-            Some("Warning"),
-            Some("endpoint-slice-controller"),
-            Some("Service")
-        )
-    );
-    // Upstream's SetNodes drops the zone shares when fewer than two zones are left, and
-    // missing shares read as insufficient node information.
-    let message = disabled.message.as_deref().unwrap_or_default();
-    assert!(
-        message.starts_with(messages::INSUFFICIENT_NODE_INFO)
-            && message.ends_with(", addressType: IPv4"),
-        "{message}"
-    );
-    Ok(())
+        .run_to_end()
+        .await
 }
