@@ -857,6 +857,21 @@ pub fn create_refused_in_a_terminating_namespace(
 
 // ---- what waits commonly expect ----
 
+/// Until the controllers' metric `name`, summed over its series with `labels`, satisfies
+/// `holds`.
+pub fn metric_holds(
+    name: &'static str,
+    labels: &'static [(&'static str, &'static str)],
+    holds: impl Fn(f64) -> bool + Send + Sync + 'static,
+) -> impl Fn(&Run) -> Result<(), String> + Send + Sync + 'static {
+    move |run| {
+        let value = run.controllers().metric(name, labels);
+        holds(value)
+            .then_some(())
+            .ok_or(format!("{name} is {value}"))
+    }
+}
+
 /// Until the server has served at least `count` requests of `verb` on `resource`.
 pub fn served(
     verb: &'static str,

@@ -10,10 +10,25 @@ use serde_json::json;
 use testkit::scenario::{pods_are, served, warning, Message, Run, Scenario};
 use testkit::{endpoint_of, node, options, pod, slices_only, web_pod, web_pods};
 
-/// Both controllers on [`testkit::web`] and `count` pods, until the slices and the Endpoints
-/// of `web` equal the plans from scratch.
-fn both_planned(count: usize) -> Scenario {
-    plans(Scenario::web(web_pods(count)).start(options()))
+/// Both controllers on [`testkit::web`] and `count` pods until the slices and the Endpoints
+/// of `web` equal the plans from scratch; then `mid_run` (faults and changes), until they
+/// equal the plans again.
+fn converges_after(count: usize, mid_run: impl FnOnce(Scenario) -> Scenario) -> Scenario {
+    let planned = plans(Scenario::web(web_pods(count)).start(options()));
+    plans(mid_run(planned))
+}
+
+/// [`converges_after`] on three pods, then until the pod informer has sent at least `count`
+/// requests of `verb` (`what` says why): it got over the watch faults of `mid_run`.
+async fn pod_informer_recovers(
+    mid_run: impl FnOnce(Scenario) -> Scenario,
+    what: &str,
+    (verb, count): (&'static str, u64),
+) -> anyhow::Result<()> {
+    converges_after(3, mid_run)
+        .until(what, served(verb, "pods", count))
+        .run_to_end()
+        .await
 }
 
 /// Waits until both the slices and the Endpoints of `web` equal the plans from scratch.
@@ -29,14 +44,17 @@ fn both_failed_once(run: &Run) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conflicts_on_updates_are_retried_until_both_controllers_converge() -> anyhow::Result<()> {
-    let conflicts = both_planned(3)
-        .faults(|f| {
+    converges_after(3, |s| {
+        s.faults(|f| {
             f.fail_next("update", "endpointslices", 2, FaultResponse::Conflict);
             f.fail_next("update", "endpoints", 2, FaultResponse::Conflict);
         })
         .pod_not_ready("web-0")
-        .pod_not_ready("web-1");
-    plans(conflicts).check(both_failed_once).run_to_end().await
+        .pod_not_ready("web-1")
+    })
+    .check(both_failed_once)
+    .run_to_end()
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -97,49 +115,42 @@ async fn pod_on_an_unknown_node_fails_the_sync_until_the_node_appears() -> anyho
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_watches_are_reopened_and_both_controllers_converge() -> anyhow::Result<()> {
-    let dropped = both_planned(3)
-        .faults(|f| f.drop_watches())
-        .pod_not_ready("web-0")
-        .delete_pod("web-1")
-        .create(web_pod("web-new", "10.0.0.50"))
-        .patch_service("web", json!({"metadata": {"labels": {"team": "red"}}}));
-    let dropped_again = plans(dropped)
-        .faults(|f| f.drop_watches())
-        .pod_ready("web-0");
-    plans(dropped_again)
-        .until(
-            "the pod watch to be re-opened after each drop",
-            served("watch", "pods", 3),
-        )
-        .run_to_end()
-        .await
+    let dropped_twice = |s: Scenario| {
+        let dropped = s
+            .faults(|f| f.drop_watches())
+            .pod_not_ready("web-0")
+            .delete_pod("web-1")
+            .create(web_pod("web-new", "10.0.0.50"))
+            .patch_service("web", json!({"metadata": {"labels": {"team": "red"}}}));
+        plans(dropped)
+            .faults(|f| f.drop_watches())
+            .pod_ready("web-0")
+    };
+    let reopened = "the pod watch to be re-opened after each drop";
+    pod_informer_recovers(dropped_twice, reopened, ("watch", 3)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_pod_watch_forces_a_relist_and_both_controllers_converge() -> anyhow::Result<()> {
     // The pod watch is closed; changes land while it is down, and resuming it answers 410,
     // so the informer re-lists and must notice the deleted pod by its absence.
-    let expired = both_planned(3)
-        .faults(|f| {
+    let expired = |s: Scenario| {
+        s.faults(|f| {
             f.expire_next_watch("pods");
             f.drop_watches();
         })
         .delete_pod("web-2")
         .pod_ips("web-1", &["10.0.0.77"])
-        .create(pod("web-new").label("app", "web").ip("10.0.0.50"));
-    plans(expired)
-        .until(
-            "the informer to re-list pods after the 410",
-            served("list", "pods", 2),
-        )
-        .run_to_end()
-        .await
+        .create(pod("web-new").label("app", "web").ip("10.0.0.50"))
+    };
+    let relisted = "the informer to re-list pods after the 410";
+    pod_informer_recovers(expired, relisted, ("list", 2)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mixed_faults_mid_run_still_converge_to_the_plans() -> anyhow::Result<()> {
-    let faults = both_planned(4)
-        .faults(|f| {
+    converges_after(4, |s| {
+        s.faults(|f| {
             f.fail_next("update", "endpointslices", 1, FaultResponse::Conflict);
             f.fail_next("create", "endpointslices", 1, FaultResponse::InternalError);
             f.fail_next("update", "endpoints", 1, FaultResponse::InternalError);
@@ -153,6 +164,9 @@ async fn mixed_faults_mid_run_still_converge_to_the_plans() -> anyhow::Result<()
             "web",
             json!({"spec": {"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}),
         )
-        .create(web_pod("web-named", "10.0.0.60").container_port("http", 8080));
-    plans(faults).check(both_failed_once).run_to_end().await
+        .create(web_pod("web-named", "10.0.0.60").container_port("http", 8080))
+    })
+    .check(both_failed_once)
+    .run_to_end()
+    .await
 }

@@ -12,7 +12,7 @@ use kube::ResourceExt;
 use reconcile::endpoints::LEADER_ANNOTATION;
 use reconcile::labels::SKIP_MIRROR;
 use serde_json::json;
-use testkit::scenario::{mirrored, warning, Run, Scenario};
+use testkit::scenario::{metric_holds, mirrored, warning, Scenario};
 use testkit::{mirroring_only, service};
 
 /// The slices a test waits for: those mirrored for `ext`.
@@ -71,27 +71,30 @@ fn mirrored_ext_until_unmirrored(
     change(mirrored_ext()).slices(mirrored(EXT), what, <[EndpointSlice]>::is_empty)
 }
 
-/// The mirroring controller's `changes{operation}` counter.
-fn changes(run: &Run, operation: &str) -> f64 {
-    run.controllers().metric(
-        "endpoint_slice_mirroring_controller_changes",
-        &[("operation", operation)],
-    )
+/// Runs [`mirrored_ext_until_unmirrored`] and stops the controllers.
+async fn unmirrored_after(
+    what: &str,
+    change: impl FnOnce(Scenario) -> Scenario,
+) -> anyhow::Result<()> {
+    mirrored_ext_until_unmirrored(what, change)
+        .stop()
+        .run_to_end()
+        .await
 }
 
+/// The mirroring controller's counter of the slices it wrote, by operation.
+const CHANGES: &str = "endpoint_slice_mirroring_controller_changes";
 /// The mirroring controller's gauge of the endpoints it wants mirrored.
-fn endpoints_desired(run: &Run) -> f64 {
-    run.controllers()
-        .metric("endpoint_slice_mirroring_controller_endpoints_desired", &[])
-}
+const DESIRED: &str = "endpoint_slice_mirroring_controller_endpoints_desired";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_of_a_selectorless_service_are_mirrored_into_a_slice_it_owns(
 ) -> anyhow::Result<()> {
     let run = mirrored_ext()
         .check(|run| {
-            assert_eq!(changes(run, "create"), 1.0);
-            assert_eq!(endpoints_desired(run), 3.0);
+            let controllers = run.controllers();
+            assert_eq!(controllers.metric(CHANGES, &[("operation", "create")]), 1.0);
+            assert_eq!(controllers.metric(DESIRED, &[]), 3.0);
         })
         .stop()
         .run()
@@ -148,10 +151,7 @@ async fn a_changed_endpoints_object_updates_its_mirrored_slice_in_place() -> any
 async fn endpoints_that_opt_out_with_the_skip_mirror_label_lose_their_mirrored_slices(
 ) -> anyhow::Result<()> {
     let skip = json!({"metadata": {"labels": {SKIP_MIRROR: "true"}}});
-    mirrored_ext_until_unmirrored("none after skip-mirror", |s| s.patch_endpoints("ext", skip))
-        .stop()
-        .run_to_end()
-        .await
+    unmirrored_after("none after skip-mirror", |s| s.patch_endpoints("ext", skip)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,22 +159,18 @@ async fn endpoints_turned_into_a_leader_election_record_lose_their_mirrored_slic
 ) -> anyhow::Result<()> {
     let record =
         json!({"metadata": {"annotations": {LEADER_ANNOTATION: "{\"holderIdentity\":\"a\"}"}}});
-    mirrored_ext_until_unmirrored("none once a leader record", |s| {
+    unmirrored_after("none once a leader record", |s| {
         s.patch_endpoints("ext", record)
     })
-    .stop()
-    .run_to_end()
     .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_that_gains_a_selector_loses_its_mirrored_slices() -> anyhow::Result<()> {
     let selector = json!({"spec": {"selector": {"app": "db"}}});
-    mirrored_ext_until_unmirrored("none once the Service selects pods", |s| {
+    unmirrored_after("none once the Service selects pods", |s| {
         s.patch_service("ext", selector)
     })
-    .stop()
-    .run_to_end()
     .await
 }
 
@@ -185,12 +181,10 @@ async fn deleting_the_endpoints_deletes_its_mirrored_slices() -> anyhow::Result<
     })
     // The garbage collector may remove the slices before the controller's own sync has run;
     // the controller forgets the Endpoints' figures in that sync.
-    .until("the desired-endpoints gauge to drop to 0", |run| {
-        let desired = endpoints_desired(run);
-        (desired == 0.0)
-            .then_some(())
-            .ok_or_else(|| format!("still {desired}"))
-    })
+    .until(
+        "the desired-endpoints gauge to drop to 0",
+        metric_holds(DESIRED, &[], |n| n == 0.0),
+    )
     .stop()
     .run_to_end()
     .await
@@ -202,12 +196,10 @@ async fn a_mirrored_slice_deleted_by_someone_else_is_written_again() -> anyhow::
         // The slice is visible as soon as the server stored it, but only a slice the controller
         // knows it wrote (its tracker learns that when the create answers) is worth replacing;
         // on a busy machine the delete could otherwise come first.
-        .until("the controller to record its create", |run| {
-            let created = changes(run, "create");
-            (created >= 1.0)
-                .then_some(())
-                .ok_or(format!("{created} creates"))
-        })
+        .until(
+            "the controller to record its create",
+            metric_holds(CHANGES, &[("operation", "create")], |n| n >= 1.0),
+        )
         .delete_first_slice_of(mirrored(EXT))
         // The delete has returned: a slice seen from here on is a new one.
         .slices(mirrored(EXT), "a new slice with three endpoints", |s| {

@@ -5,7 +5,7 @@ use super::{label, web_1_in_a_slice, web_1_in_a_slice_of, NS};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::ResourceExt;
 use serde_json::json;
-use testkit::scenario::{endpoint_not_ready, pods_are, Run, Scenario};
+use testkit::scenario::{endpoint_not_ready, metric_holds, pods_are, Run, Scenario};
 use testkit::{
     pod, pod_names, ports, service, slices_only, strings, web, web_pod, web_pods, TestCluster,
 };
@@ -122,17 +122,17 @@ async fn service_label_change_propagates_to_slice_labels() -> anyhow::Result<()>
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleted_service_slices_are_left_to_the_garbage_collector() -> anyhow::Result<()> {
-    let gauge_is = |want: f64| {
-        move |run: &Run| {
-            let n = run.controllers().metric(SLICES_GAUGE, &[]);
-            (n == want).then_some(()).ok_or(format!("{n}"))
-        }
-    };
     let scenario = web_1_in_a_slice()
-        .until("the slice gauge to count the slice", gauge_is(1.0))
+        .until(
+            "the slice gauge to count the slice",
+            metric_holds(SLICES_GAUGE, &[], |n| n == 1.0),
+        )
         .delete_service("web")
         // The sync of the deleted Service forgets it: the gauge drops to zero.
-        .until("the controller to forget the Service", gauge_is(0.0))
+        .until(
+            "the controller to forget the Service",
+            metric_holds(SLICES_GAUGE, &[], |n| n == 0.0),
+        )
         // A pod change that would have touched the slice, then the barrier.
         .pod_not_ready("web-1");
     let run = after_a_barrier(scenario, endpoint_not_ready("web-1"))
