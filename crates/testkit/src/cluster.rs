@@ -88,6 +88,14 @@ impl Manager {
             Manager::Mirroring => MIRRORING_CONTROLLER_NAME,
         }
     }
+
+    /// The controller's counter of the slices it wrote, by `operation`.
+    pub fn changes_metric(self) -> &'static str {
+        match self {
+            Manager::EndpointSlice => "endpoint_slice_controller_changes",
+            Manager::Mirroring => "endpoint_slice_mirroring_controller_changes",
+        }
+    }
 }
 
 /// One embedded API server and a client for it.

@@ -155,6 +155,10 @@ enum Step {
         what: String,
         holds: SlicesHold,
     },
+    WrittenAgain {
+        of: SlicesOf,
+        what: String,
+    },
     Endpoints {
         name: String,
         what: String,
@@ -187,6 +191,9 @@ impl fmt::Display for Step {
             Step::Start(_) => write!(f, "start the controllers"),
             Step::Stop => write!(f, "stop the controllers"),
             Step::Slices { of, what, .. } => write!(f, "wait for {of:?}: {what}"),
+            Step::WrittenAgain { of, what, .. } => {
+                write!(f, "delete the first of {of:?}, wait for {what}")
+            }
             Step::Endpoints { name, what, .. } => write!(f, "wait for Endpoints {name}: {what}"),
             Step::PlannedSlices(service) => write!(f, "wait for the planned slices of {service}"),
             Step::PlannedEndpoints(service) => {
@@ -345,6 +352,25 @@ impl Scenario {
     /// Deletes the first of `slices` (a Service's name, or [`mirrored`]).
     pub fn delete_first_slice_of(self, slices: impl Into<SlicesOf>) -> Self {
         self.step(Step::Delete(Target::FirstSliceOf(slices.into())))
+    }
+
+    /// Deletes the first of `slices` (a Service's name, or [`mirrored`]) behind the back of
+    /// the controller that wrote it, and waits until it is written again: one slice, of
+    /// another name and uid, with the same endpoints; it is kept under `what`. The delete
+    /// waits until the controller has counted the create: it counts one only after recording
+    /// the slice in its tracker, and only a slice it knows it wrote is worth replacing (a
+    /// delete before that is a race of its own).
+    pub fn slice_written_again(self, slices: impl Into<SlicesOf>, what: &str) -> Self {
+        let slices = slices.into();
+        let changes = slices.manager.changes_metric();
+        self.until(
+            "the writer to record its create",
+            metric_holds(changes, &[("operation", "create")], |n| n >= 1.0),
+        )
+        .step(Step::WrittenAgain {
+            of: slices,
+            what: what.into(),
+        })
     }
 
     /// Changes the server's faults (errors, latency, dropped watches) from here on.
@@ -587,6 +613,22 @@ impl Run {
                     .await;
                 self.seen.push((what, Seen::Slices(slices)));
             }
+            Step::WrittenAgain { of, what } => {
+                let gone = self.first_slice_of(&of).await?;
+                remove(cluster.slices(NS), &gone.name_any()).await?;
+                let again = |s: &[EndpointSlice]| match s {
+                    [new] => {
+                        new.name_any() != gone.name_any()
+                            && new.uid() != gone.uid()
+                            && new.endpoints == gone.endpoints
+                    }
+                    _ => false,
+                };
+                let slices = cluster
+                    .wait_for_slices_by(of.manager, NS, &of.service, &what, again)
+                    .await;
+                self.seen.push((what, Seen::Slices(slices)));
+            }
             Step::Endpoints { name, what, holds } => {
                 let endpoints = cluster.wait_for_endpoints(NS, &name, &what, holds).await;
                 self.seen
@@ -662,7 +704,7 @@ impl Run {
             Target::Endpoints(name) => merge(cluster.endpoints(NS), &name, patch).await,
             Target::Namespace(name) => merge(cluster.namespaces(), &name, patch).await,
             Target::FirstSliceOf(slices) => {
-                let name = self.first_slice_of(&slices).await?;
+                let name = self.first_slice_of(&slices).await?.name_any();
                 merge(cluster.slices(NS), &name, patch).await
             }
         }
@@ -677,20 +719,20 @@ impl Run {
             Target::Endpoints(name) => remove(cluster.endpoints(NS), &name).await,
             Target::Namespace(name) => remove(cluster.namespaces(), &name).await,
             Target::FirstSliceOf(slices) => {
-                let name = self.first_slice_of(&slices).await?;
+                let name = self.first_slice_of(&slices).await?.name_any();
                 remove(cluster.slices(NS), &name).await
             }
         }
     }
 
-    async fn first_slice_of(&self, slices: &SlicesOf) -> anyhow::Result<String> {
+    async fn first_slice_of(&self, slices: &SlicesOf) -> anyhow::Result<EndpointSlice> {
         let listed = self
             .cluster
             .slices_managed_by(slices.manager, NS, &slices.service)
             .await?;
         listed
-            .first()
-            .map(ResourceExt::name_any)
+            .into_iter()
+            .next()
             .with_context(|| format!("no slice of {slices:?}"))
     }
 }

@@ -13,7 +13,7 @@ use reconcile::endpoints::LEADER_ANNOTATION;
 use reconcile::labels::SKIP_MIRROR;
 use serde_json::json;
 use testkit::scenario::{metric_holds, mirrored, warning, Scenario};
-use testkit::{mirroring_only, service};
+use testkit::{mirroring_only, service, Manager};
 
 /// The slices a test waits for: those mirrored for `ext`.
 const EXT: &str = "ext";
@@ -82,8 +82,6 @@ async fn unmirrored_after(
         .await
 }
 
-/// The mirroring controller's counter of the slices it wrote, by operation.
-const CHANGES: &str = "endpoint_slice_mirroring_controller_changes";
 /// The mirroring controller's gauge of the endpoints it wants mirrored.
 const DESIRED: &str = "endpoint_slice_mirroring_controller_endpoints_desired";
 
@@ -93,7 +91,8 @@ async fn endpoints_of_a_selectorless_service_are_mirrored_into_a_slice_it_owns(
     let run = mirrored_ext()
         .check(|run| {
             let controllers = run.controllers();
-            assert_eq!(controllers.metric(CHANGES, &[("operation", "create")]), 1.0);
+            let changes = Manager::Mirroring.changes_metric();
+            assert_eq!(controllers.metric(changes, &[("operation", "create")]), 1.0);
             assert_eq!(controllers.metric(DESIRED, &[]), 3.0);
         })
         .stop()
@@ -192,28 +191,11 @@ async fn deleting_the_endpoints_deletes_its_mirrored_slices() -> anyhow::Result<
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mirrored_slice_deleted_by_someone_else_is_written_again() -> anyhow::Result<()> {
-    let run = mirrored_ext()
-        // The slice is visible as soon as the server stored it, but only a slice the controller
-        // knows it wrote (its tracker learns that when the create answers) is worth replacing;
-        // on a busy machine the delete could otherwise come first.
-        .until(
-            "the controller to record its create",
-            metric_holds(CHANGES, &[("operation", "create")], |n| n >= 1.0),
-        )
-        .delete_first_slice_of(mirrored(EXT))
-        // The delete has returned: a slice seen from here on is a new one.
-        .slices(mirrored(EXT), "a new slice with three endpoints", |s| {
-            s.len() == 1 && endpoint_ips(s).len() == 3
-        })
+    mirrored_ext()
+        .slice_written_again(mirrored(EXT), "a new slice with the three endpoints")
         .stop()
-        .run()
-        .await?;
-    let (first, again) = (
-        &run.slices("three endpoints")[0],
-        &run.slices("a new slice with three endpoints")[0],
-    );
-    assert_ne!(again.name_any(), first.name_any());
-    Ok(())
+        .run_to_end()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

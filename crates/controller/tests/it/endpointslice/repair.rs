@@ -5,41 +5,19 @@ use super::{label, web_1_in_a_slice, NS};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::ResourceExt;
 use serde_json::json;
-use testkit::scenario::{
-    create_refused_in_a_terminating_namespace, metric_holds, pods_are, Scenario,
-};
+use testkit::scenario::{create_refused_in_a_terminating_namespace, pods_are, Scenario};
 use testkit::{
     node, pod, pod_names, ports, service, slices_only, web, web_pod, within, Controllers,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manually_deleted_managed_slice_is_recreated() -> anyhow::Result<()> {
-    let run = web_1_in_a_slice()
-        // The writer counts a create only after recording it in its tracker; deleting earlier
-        // races that bookkeeping (the next test covers that race).
-        .until(
-            "the writer to record its create",
-            metric_holds(
-                "endpoint_slice_controller_changes",
-                &[("operation", "create")],
-                |n| n >= 1.0,
-            ),
-        )
-        .delete_first_slice_of("web")
-        // The delete has returned: a slice seen from here on is a new one.
-        .slices("web", "a new slice with web-1", |s| {
-            s.len() == 1 && pod_names(s) == ["web-1"]
-        })
+    // Deleted once the writer recorded its create (the next test covers the race before).
+    web_1_in_a_slice()
+        .slice_written_again("web", "a new slice with web-1")
         .planned_slices("web")
-        .run()
-        .await?;
-    let (before, after) = (
-        &run.slices("web-1")[0],
-        &run.slices("a new slice with web-1")[0],
-    );
-    assert_ne!(after.uid(), before.uid());
-    assert_ne!(after.metadata.name, before.metadata.name);
-    Ok(())
+        .run_to_end()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
