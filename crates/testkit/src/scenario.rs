@@ -16,7 +16,7 @@ use std::fmt;
 use std::time::Duration;
 
 use anyhow::Context;
-use apiserver::Faults;
+use apiserver::{FaultResponse, Faults};
 use controller::config::Settings;
 use controller::Options;
 use k8s_openapi::api::core::v1::{Endpoints, Event};
@@ -376,6 +376,18 @@ impl Scenario {
     /// Changes the server's faults (errors, latency, dropped watches) from here on.
     pub fn faults(self, change: impl FnOnce(&Faults) + Send + 'static) -> Self {
         self.step(Step::Faults(Box::new(change)))
+    }
+
+    /// Makes the server answer the next `count` requests of `verb` on `resource` with
+    /// `response` ([`Faults::fail_next`]).
+    pub fn fail_next(
+        self,
+        verb: &'static str,
+        resource: &'static str,
+        count: u64,
+        response: FaultResponse,
+    ) -> Self {
+        self.faults(move |faults| faults.fail_next(verb, resource, count, response))
     }
 
     // ---- the controllers ----

@@ -282,7 +282,7 @@ fn endpoints_warning(reason: &str) -> EventLike {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_endpoints_create_is_recorded_as_an_event_and_retried() -> anyhow::Result<()> {
     Scenario::new()
-        .faults(|f| f.fail_next("create", "endpoints", 2, FaultResponse::InternalError))
+        .fail_next("create", "endpoints", 2, FaultResponse::InternalError)
         .create(web())
         .create(web_pod("web-1", "10.0.0.1"))
         .start(endpoints_only())
@@ -413,7 +413,7 @@ async fn headless_service_without_ports_gets_port_less_endpoints_with_the_headle
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_endpoints_update_is_recorded_as_an_event_and_retried() -> anyhow::Result<()> {
     web_1_published()
-        .faults(|f| f.fail_next("update", "endpoints", 1, FaultResponse::InternalError))
+        .fail_next("update", "endpoints", 1, FaultResponse::InternalError)
         .pod_not_ready("web-1")
         .event(
             endpoints_warning("FailedToUpdateEndpoint")

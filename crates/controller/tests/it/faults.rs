@@ -45,12 +45,10 @@ fn both_failed_once(run: &Run) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conflicts_on_updates_are_retried_until_both_controllers_converge() -> anyhow::Result<()> {
     converges_after(3, |s| {
-        s.faults(|f| {
-            f.fail_next("update", "endpointslices", 2, FaultResponse::Conflict);
-            f.fail_next("update", "endpoints", 2, FaultResponse::Conflict);
-        })
-        .pod_not_ready("web-0")
-        .pod_not_ready("web-1")
+        s.fail_next("update", "endpointslices", 2, FaultResponse::Conflict)
+            .fail_next("update", "endpoints", 2, FaultResponse::Conflict)
+            .pod_not_ready("web-0")
+            .pod_not_ready("web-1")
     })
     .check(both_failed_once)
     .run_to_end()
@@ -61,7 +59,7 @@ async fn conflicts_on_updates_are_retried_until_both_controllers_converge() -> a
 async fn failed_slice_creates_are_recorded_as_events_and_retried_until_they_succeed(
 ) -> anyhow::Result<()> {
     Scenario::new()
-        .faults(|f| f.fail_next("create", "endpointslices", 2, FaultResponse::InternalError))
+        .fail_next("create", "endpointslices", 2, FaultResponse::InternalError)
         .create(testkit::web())
         .create_all(web_pods(2))
         .start(slices_only())
@@ -150,21 +148,19 @@ async fn expired_pod_watch_forces_a_relist_and_both_controllers_converge() -> an
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mixed_faults_mid_run_still_converge_to_the_plans() -> anyhow::Result<()> {
     converges_after(4, |s| {
-        s.faults(|f| {
-            f.fail_next("update", "endpointslices", 1, FaultResponse::Conflict);
-            f.fail_next("create", "endpointslices", 1, FaultResponse::InternalError);
-            f.fail_next("update", "endpoints", 1, FaultResponse::InternalError);
-            f.expire_next_watch("pods");
-        })
-        .pod_not_ready("web-0")
-        .faults(|f| f.drop_watches())
-        .delete_pod("web-3")
-        // A second port group: a create that meets the injected 500.
-        .patch_service(
-            "web",
-            json!({"spec": {"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}),
-        )
-        .create(web_pod("web-named", "10.0.0.60").container_port("http", 8080))
+        s.fail_next("update", "endpointslices", 1, FaultResponse::Conflict)
+            .fail_next("create", "endpointslices", 1, FaultResponse::InternalError)
+            .fail_next("update", "endpoints", 1, FaultResponse::InternalError)
+            .faults(|f| f.expire_next_watch("pods"))
+            .pod_not_ready("web-0")
+            .faults(|f| f.drop_watches())
+            .delete_pod("web-3")
+            // A second port group: a create that meets the injected 500.
+            .patch_service(
+                "web",
+                json!({"spec": {"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}),
+            )
+            .create(web_pod("web-named", "10.0.0.60").container_port("http", 8080))
     })
     .check(both_failed_once)
     .run_to_end()
