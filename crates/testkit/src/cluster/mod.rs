@@ -1,35 +1,32 @@
 //! The test cluster: one embedded API server per test, an in-process kube client, the
 //! controllers running in a task, typed access to the objects, and waits on what they hold.
 
+mod plan;
+mod read;
+
 use std::fmt::Debug;
 
-use anyhow::Context;
 use apiserver::{ApiServer, Faults};
 use controller::config::Settings;
 use controller::health::Readiness;
 use controller::Options;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Endpoints, Event, Namespace, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use prometheus::proto::MetricType;
 use prometheus::Registry;
-use reconcile::labels::{
-    MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY,
-};
+use reconcile::labels::{MIRRORING_CONTROLLER_NAME, SLICE_CONTROLLER_NAME};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::build::{node, ready_condition, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE};
+use crate::wait::{init_logs, until, within};
+
 /// Where `run` keeps its leader-election Lease by default.
 const LEASE_NAMESPACE: &str = "kube-system";
 const LEASE_NAME: &str = "kube-endpoints";
-
-use crate::build::{node, ready_condition, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE};
-use crate::inspect::pretty;
-use crate::wait::{eventually_on, init_logs, until, within};
-use reconcile::compare::{differences, Objects, Rules, Sides};
 
 /// The Endpoints and EndpointSlice controllers with kube-controller-manager's defaults,
 /// leader election off.
@@ -482,330 +479,4 @@ impl TestCluster {
             .await?;
         Ok(())
     }
-
-    // ---- reads and waits ----
-
-    /// The slices labelled for `service` and managed by the EndpointSlice controller.
-    pub async fn managed_slices(
-        &self,
-        ns: &str,
-        service: &str,
-    ) -> anyhow::Result<Vec<EndpointSlice>> {
-        self.slices_managed_by(Manager::EndpointSlice, ns, service)
-            .await
-    }
-
-    /// The slices labelled for `service` and managed by `manager`, sorted by name.
-    pub async fn slices_managed_by(
-        &self,
-        manager: Manager,
-        ns: &str,
-        service: &str,
-    ) -> anyhow::Result<Vec<EndpointSlice>> {
-        let manager = manager.name();
-        let selector = format!("{SERVICE_NAME}={service},{SLICE_MANAGED_BY}={manager}");
-        let mut slices = self
-            .slices(ns)
-            .list(&ListParams::default().labels(&selector))
-            .await?
-            .items;
-        slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        Ok(slices)
-    }
-
-    /// Waits until the managed slices of `service` satisfy `done`, and returns them.
-    pub async fn wait_for_slices(
-        &self,
-        ns: &str,
-        service: &str,
-        what: &str,
-        done: impl Fn(&[EndpointSlice]) -> bool,
-    ) -> Vec<EndpointSlice> {
-        self.wait_for_slices_by(Manager::EndpointSlice, ns, service, what, done)
-            .await
-    }
-
-    /// Waits until the slices `manager` manages for `service` satisfy `done`, and returns
-    /// them.
-    pub async fn wait_for_slices_by(
-        &self,
-        manager: Manager,
-        ns: &str,
-        service: &str,
-        what: &str,
-        done: impl Fn(&[EndpointSlice]) -> bool,
-    ) -> Vec<EndpointSlice> {
-        let what = format!("{manager:?} slices of {ns}/{service}: {what}");
-        let read = || self.slices_managed_by(manager, ns, service);
-        self.wait_for(&what, read, |s| done(s)).await
-    }
-
-    /// Reads with `read` each time the server stores a write until what it read satisfies
-    /// `done`, and returns it; a timeout shows the last read.
-    async fn wait_for<T, Fut>(
-        &self,
-        what: &str,
-        read: impl Fn() -> Fut,
-        done: impl Fn(&T) -> bool,
-    ) -> T
-    where
-        T: serde::Serialize + Debug,
-        Fut: std::future::Future<Output = anyhow::Result<T>>,
-    {
-        self.eventually(what, || {
-            let read = read();
-            let done = &done;
-            async move {
-                let value = read.await.map_err(|e| e.to_string())?;
-                if done(&value) {
-                    Ok(value)
-                } else {
-                    Err(pretty(&value))
-                }
-            }
-        })
-        .await
-    }
-
-    /// Retries `probe` each time the server stores a write, until it returns `Ok`
-    /// ([`crate::wait::eventually_on`]).
-    pub async fn eventually<T, F, Fut>(&self, what: &str, probe: F) -> T
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<T, String>>,
-    {
-        eventually_on(self.server.changes(), what, probe).await
-    }
-
-    /// Waits until kube-endpoints' Lease (`kube-system/kube-endpoints`) names `identity` as
-    /// its holder, and returns it.
-    pub async fn wait_for_lease_holder(&self, identity: &str) -> Lease {
-        let api: Api<Lease> = Api::namespaced(self.client.clone(), LEASE_NAMESPACE);
-        self.eventually(&format!("{identity} to hold the Lease"), || {
-            let api = api.clone();
-            async move {
-                let lease = api.get_opt(LEASE_NAME).await.map_err(|e| e.to_string())?;
-                let holder = lease
-                    .as_ref()
-                    .and_then(|l| l.spec.as_ref())
-                    .and_then(|s| s.holder_identity.clone());
-                match lease {
-                    Some(lease) if holder.as_deref() == Some(identity) => Ok(lease),
-                    _ => Err(format!("holder {holder:?}")),
-                }
-            }
-        })
-        .await
-    }
-
-    /// The Endpoints object named `name`, if it exists.
-    pub async fn get_endpoints(&self, ns: &str, name: &str) -> anyhow::Result<Option<Endpoints>> {
-        Ok(self.endpoints(ns).get_opt(name).await?)
-    }
-
-    /// Waits until the Endpoints object `name` (or its absence) satisfies `done`.
-    pub async fn wait_for_endpoints(
-        &self,
-        ns: &str,
-        name: &str,
-        what: &str,
-        done: impl Fn(Option<&Endpoints>) -> bool,
-    ) -> Option<Endpoints> {
-        let what = format!("Endpoints {ns}/{name}: {what}");
-        self.wait_for(&what, || self.get_endpoints(ns, name), |e| done(e.as_ref()))
-            .await
-    }
-
-    /// Waits until an Event with `reason` about `involved` exists in `ns`, and returns it.
-    pub async fn wait_for_event(&self, ns: &str, involved: &str, reason: &str) -> Event {
-        let is_it = |e: &Event| {
-            e.reason.as_deref() == Some(reason)
-                && e.involved_object.name.as_deref() == Some(involved)
-        };
-        let what = format!("an event {reason} about {involved}");
-        let events = self
-            .wait_for_events(ns, &what, |events| events.iter().any(is_it))
-            .await;
-        events
-            .into_iter()
-            .find(is_it)
-            .expect("the wait saw the event")
-    }
-
-    /// Waits until the Events of `ns` satisfy `done`, and returns them.
-    pub async fn wait_for_events(
-        &self,
-        ns: &str,
-        what: &str,
-        done: impl Fn(&[Event]) -> bool,
-    ) -> Vec<Event> {
-        let what = format!("Events of {ns}: {what}");
-        let read = || async {
-            let listed = self.events(ns).list(&ListParams::default()).await?;
-            anyhow::Ok(listed.items)
-        };
-        self.wait_for(&what, read, |e| done(e)).await
-    }
-
-    // ---- what the controllers should converge to ----
-
-    /// A fresh server holding this one's namespaces, nodes, Services and Pods (no Endpoints or
-    /// slices), on which the controllers ran until they settled: what they write for the
-    /// stored objects from scratch, through the same code path `plan` uses.
-    pub async fn rerun_from_scratch(
-        &self,
-        max_endpoints_per_slice: u32,
-    ) -> anyhow::Result<TestCluster> {
-        let mut objects: Vec<Value> = Vec::new();
-        objects.extend(values_of(self.namespaces()).await?);
-        objects.extend(values_of(self.nodes()).await?);
-        objects.extend(values_of(Api::<Service>::all(self.client.clone())).await?);
-        objects.extend(values_of(Api::<Pod>::all(self.client.clone())).await?);
-        let (server, client) = crate::server::start();
-        server.apply_objects(objects)?;
-        let fresh = TestCluster { server, client };
-        let options = Options {
-            settings: Settings {
-                max_endpoints_per_slice,
-                ..Settings::default()
-            },
-            ..options()
-        };
-        // The code path `plan` runs, with its settle wait.
-        kubectl_endpoints::plan::run_until_settled(&fresh.server, fresh.client.clone(), &options)
-            .await
-            .context("running the controllers on the copy")?;
-        Ok(fresh)
-    }
-
-    /// The slices the controllers write for the Service as it is stored now, from scratch.
-    pub async fn planned_slices(
-        &self,
-        ns: &str,
-        service: &str,
-        max_endpoints_per_slice: u32,
-    ) -> anyhow::Result<Vec<EndpointSlice>> {
-        self.rerun_from_scratch(max_endpoints_per_slice)
-            .await?
-            .managed_slices(ns, service)
-            .await
-    }
-
-    /// The Endpoints object the controllers write for the Service as stored now, from scratch.
-    pub async fn planned_endpoints(&self, ns: &str, service: &str) -> anyhow::Result<Endpoints> {
-        self.rerun_from_scratch(100)
-            .await?
-            .get_endpoints(ns, service)
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("no Endpoints {ns}/{service} from scratch"))
-    }
-
-    /// Waits until the managed slices of `service` equal, by [`Rules::Planned`],
-    /// what `plan_slices` computes for the stored objects from scratch.
-    pub async fn wait_for_planned_slices(&self, ns: &str, service: &str) {
-        self.wait_for_planned_slices_with(ns, service, 100).await;
-    }
-
-    /// [`Self::wait_for_planned_slices`] for a controller run with another
-    /// `--max-endpoints-per-slice`.
-    pub async fn wait_for_planned_slices_with(
-        &self,
-        ns: &str,
-        service: &str,
-        max_endpoints_per_slice: u32,
-    ) {
-        let what = format!("slices of {ns}/{service} to equal the plan from scratch");
-        self.wait_for_plan(&what, || {
-            self.slices_match_plan(ns, service, max_endpoints_per_slice)
-        })
-        .await;
-    }
-
-    /// Waits until the Endpoints object of `service` equals, by [`Rules::Planned`],
-    /// what `plan_endpoints` computes for the stored objects from scratch.
-    pub async fn wait_for_planned_endpoints(&self, ns: &str, service: &str) {
-        let what = format!("Endpoints {ns}/{service} to equal the plan from scratch");
-        self.wait_for_plan(&what, || self.endpoints_match_plan(ns, service))
-            .await;
-    }
-
-    /// Retries `compare` each time the server stores a write until it finds no difference;
-    /// a timeout shows the last differences (or the error that kept it from comparing).
-    async fn wait_for_plan<Fut>(&self, what: &str, compare: impl Fn() -> Fut)
-    where
-        Fut: std::future::Future<Output = anyhow::Result<()>>,
-    {
-        self.eventually(what, || {
-            let compared = compare();
-            async move { compared.await.map_err(|e| format!("{e:#}")) }
-        })
-        .await;
-    }
-
-    /// `Ok` when the managed slices of `service` are all owned by the Service as stored now
-    /// and equal the plan from scratch.
-    async fn slices_match_plan(
-        &self,
-        ns: &str,
-        service: &str,
-        max_endpoints_per_slice: u32,
-    ) -> anyhow::Result<()> {
-        let planned = self
-            .planned_slices(ns, service, max_endpoints_per_slice)
-            .await?;
-        let live = self.managed_slices(ns, service).await?;
-        let uid = self.services(ns).get(service).await?.metadata.uid;
-        if let Some(foreign) = live.iter().find(|s| {
-            !s.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| Some(&o.uid) == uid.as_ref())
-        }) {
-            anyhow::bail!(
-                "slice {:?} is not owned by the Service's uid {uid:?}",
-                foreign.metadata.name
-            );
-        }
-        differences_from_plan(&Objects::of_slices(&live), &Objects::of_slices(&planned))
-    }
-
-    /// `Ok` when the Endpoints object of `service` equals the plan from scratch.
-    async fn endpoints_match_plan(&self, ns: &str, service: &str) -> anyhow::Result<()> {
-        let planned = self.planned_endpoints(ns, service).await?;
-        let live = self.get_endpoints(ns, service).await?;
-        differences_from_plan(
-            &Objects::of_endpoints(live.as_ref()),
-            &Objects::of_endpoints([&planned]),
-        )
-    }
-}
-
-/// Every object `api` lists, as JSON.
-async fn values_of<K>(api: Api<K>) -> anyhow::Result<Vec<Value>>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + Debug,
-{
-    let list = api.list(&ListParams::default()).await?;
-    Ok(list
-        .items
-        .iter()
-        .map(serde_json::to_value)
-        .collect::<Result<_, _>>()?)
-}
-
-/// `Ok` when the live objects equal the plan from scratch by [`Rules::Planned`], else each
-/// difference on a line, labelled live and plan.
-fn differences_from_plan(live: &Objects<'_>, plan: &Objects<'_>) -> anyhow::Result<()> {
-    let found = differences(live, plan, Rules::Planned, Sides::PLAN);
-    anyhow::ensure!(
-        found.is_empty(),
-        "{}",
-        found
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    Ok(())
 }
