@@ -318,10 +318,8 @@ async fn endpoints_converge_to_the_plan_from_scratch_after_a_sequence_of_edits(
     });
     Scenario::new()
         .create(
-            service("web")
-                .selector("app", "web")
+            web()
                 .label("team", "blue")
-                .port("http", 80, 8080)
                 .named_port("metrics", 9100, "metrics"),
         )
         .create_all(pods)
