@@ -20,6 +20,59 @@ pub(crate) fn ready_condition(ready: bool) -> Value {
     })
 }
 
+/// The metadata every namespaced builder sets: where the object lives, its labels and
+/// finalizers.
+#[derive(Debug, Clone)]
+pub(crate) struct Meta {
+    pub(crate) namespace: String,
+    pub(crate) name: String,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) finalizers: Vec<String>,
+}
+
+impl Meta {
+    /// `name` in `default`, without labels or finalizers.
+    fn named(name: &str) -> Self {
+        Self {
+            namespace: "default".into(),
+            name: name.into(),
+            labels: BTreeMap::new(),
+            finalizers: Vec::new(),
+        }
+    }
+
+    /// The metadata as JSON.
+    fn to_json(&self) -> Value {
+        json!({
+            "name": self.name,
+            "namespace": self.namespace,
+            "labels": self.labels,
+            "finalizers": self.finalizers,
+        })
+    }
+}
+
+/// The setters of [`Meta`], for a builder that keeps it in a `meta` field.
+macro_rules! meta_setters {
+    () => {
+        /// Sets the namespace.
+        pub fn ns(mut self, ns: &str) -> Self {
+            self.meta.namespace = ns.into();
+            self
+        }
+        /// Adds a label.
+        pub fn label(mut self, key: &str, value: &str) -> Self {
+            self.meta.labels.insert(key.into(), value.into());
+            self
+        }
+        /// Adds a finalizer, so that a delete leaves the object terminating.
+        pub fn finalizer(mut self, finalizer: &str) -> Self {
+            self.meta.finalizers.push(finalizer.into());
+            self
+        }
+    };
+}
+
 /// The Service most tests use: `web` in `default`, selecting `app=web`, port `http` 80 to
 /// 8080.
 pub fn web() -> ServiceBuilder {
@@ -31,48 +84,44 @@ pub fn web_pod(name: &str, ip: &str) -> PodBuilder {
     pod(name).label("app", "web").ip(ip).ready(true)
 }
 
+/// `count` ready pods of [`web`], `web-<i>` with the IP `10.0.0.<i + 1>`.
+pub fn web_pods(count: usize) -> impl Iterator<Item = PodBuilder> {
+    (0..count).map(|i| web_pod(&format!("web-{i}"), &format!("10.0.0.{}", i + 1)))
+}
+
+/// A succeeded and a failed pod of [`web`], ready, with the IP 10.0.0.9: pods that have run
+/// to the end, which no controller publishes.
+pub fn finished_web_pods() -> [PodBuilder; 2] {
+    ["Succeeded", "Failed"].map(|phase| web_pod(&phase.to_lowercase(), "10.0.0.9").phase(phase))
+}
+
 /// Starts a ClusterIP Service in `default` without selector or ports.
 pub fn service(name: &str) -> ServiceBuilder {
     ServiceBuilder {
-        namespace: "default".into(),
-        name: name.into(),
-        labels: BTreeMap::new(),
+        meta: Meta::named(name),
         annotations: BTreeMap::new(),
         selector: BTreeMap::new(),
         ports: Vec::new(),
         spec: serde_json::Map::new(),
-        finalizers: Vec::new(),
     }
 }
 
 /// Builds a Service.
 #[derive(Debug, Clone)]
 pub struct ServiceBuilder {
-    pub(crate) namespace: String,
-    pub(crate) name: String,
-    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) meta: Meta,
     pub(crate) annotations: BTreeMap<String, String>,
     pub(crate) selector: BTreeMap<String, String>,
     pub(crate) ports: Vec<Value>,
     /// Other spec fields.
     pub(crate) spec: serde_json::Map<String, Value>,
-    pub(crate) finalizers: Vec<String>,
 }
 
 impl ServiceBuilder {
-    /// Sets the namespace.
-    pub fn ns(mut self, ns: &str) -> Self {
-        self.namespace = ns.into();
-        self
-    }
+    meta_setters!();
     /// Adds a selector pair.
     pub fn selector(mut self, key: &str, value: &str) -> Self {
         self.selector.insert(key.into(), value.into());
-        self
-    }
-    /// Adds a label.
-    pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.labels.insert(key.into(), value.into());
         self
     }
     /// Adds an annotation.
@@ -140,35 +189,20 @@ impl ServiceBuilder {
         let mut spec = self.spec.clone();
         spec.insert("selector".into(), json!(self.selector));
         spec.insert("ports".into(), json!(self.ports));
-        json!({
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "labels": self.labels,
-                "annotations": self.annotations,
-                "finalizers": self.finalizers,
-            },
-            "spec": spec,
-        })
-    }
-    /// Adds a finalizer, so that a delete leaves the Service terminating.
-    pub fn finalizer(mut self, finalizer: &str) -> Self {
-        self.finalizers.push(finalizer.into());
-        self
+        let mut metadata = self.meta.to_json();
+        metadata["annotations"] = json!(self.annotations);
+        json!({"metadata": metadata, "spec": spec})
     }
 }
 
 /// Starts a running pod in `default`, on [`DEFAULT_NODE`], without IP, not ready.
 pub fn pod(name: &str) -> PodBuilder {
     PodBuilder {
-        namespace: "default".into(),
-        name: name.into(),
-        labels: BTreeMap::new(),
+        meta: Meta::named(name),
         node: Some(DEFAULT_NODE.into()),
         ips: Vec::new(),
         ready: false,
         container_ports: Vec::new(),
-        finalizers: Vec::new(),
         phase: "Running".into(),
     }
 }
@@ -176,28 +210,16 @@ pub fn pod(name: &str) -> PodBuilder {
 /// Builds a Pod and its status.
 #[derive(Debug, Clone)]
 pub struct PodBuilder {
-    pub(crate) namespace: String,
-    pub(crate) name: String,
-    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) meta: Meta,
     pub(crate) node: Option<String>,
     pub(crate) ips: Vec<String>,
     pub(crate) ready: bool,
     pub(crate) container_ports: Vec<Value>,
-    pub(crate) finalizers: Vec<String>,
     pub(crate) phase: String,
 }
 
 impl PodBuilder {
-    /// Sets the namespace.
-    pub fn ns(mut self, ns: &str) -> Self {
-        self.namespace = ns.into();
-        self
-    }
-    /// Adds a label.
-    pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.labels.insert(key.into(), value.into());
-        self
-    }
+    meta_setters!();
     /// Schedules the pod on a node.
     pub fn node(mut self, node: &str) -> Self {
         self.node = Some(node.into());
@@ -217,11 +239,6 @@ impl PodBuilder {
     pub fn container_port(mut self, name: &str, port: i32) -> Self {
         self.container_ports
             .push(json!({"name": name, "containerPort": port}));
-        self
-    }
-    /// Adds a finalizer, so that a delete leaves the pod terminating.
-    pub fn finalizer(mut self, finalizer: &str) -> Self {
-        self.finalizers.push(finalizer.into());
         self
     }
     /// Sets the phase (`Running` by default).
@@ -246,15 +263,7 @@ impl PodBuilder {
         if let Some(node) = &self.node {
             spec["nodeName"] = json!(node);
         }
-        json!({
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "labels": self.labels,
-                "finalizers": self.finalizers,
-            },
-            "spec": spec,
-        })
+        json!({"metadata": self.meta.to_json(), "spec": spec})
     }
     /// The status a kubelet would write, its Ready condition stamped now.
     pub fn status_json(&self) -> Value {

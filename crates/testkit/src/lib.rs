@@ -7,6 +7,7 @@
 //! - [`mirroring`]: hand-written Endpoints and the slices mirrored from them;
 //! - [`process`]: running a program and reading how it ended; skipping a test without its tool;
 //! - [`replica`]: leader-elected replicas of the controllers, as `run` starts them;
+//! - [`scenario`]: a live-controller test's steps as data, and the one runner for them;
 //! - [`server`]: raw requests to the embedded API server, and its error Statuses;
 //! - [`wait`]: retrying a probe until it holds, and bounding a future, without timing
 //!   assertions.
@@ -20,15 +21,17 @@ pub mod inspect;
 pub mod mirroring;
 pub mod process;
 pub mod replica;
+pub mod scenario;
 pub mod server;
 pub mod wait;
 
 pub use build::{
-    node, pod, service, web, web_pod, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE,
-    ZONE_LABEL,
+    finished_web_pods, node, pod, service, web, web_pod, web_pods, NodeBuilder, PodBuilder,
+    ServiceBuilder, DEFAULT_NODE, ZONE_LABEL,
 };
 pub use cluster::{
-    endpoints_only, metric, mirroring_only, options, slices_only, Controllers, OverTcp, TestCluster,
+    endpoints_only, metric, mirroring_only, options, slices_only, Controllers, Manager, OverTcp,
+    TestCluster,
 };
 pub use inspect::{
     addresses, conditions, endpoint_of, endpoints_by_pod, endpoints_ports, pod_names, ports,

@@ -2,232 +2,167 @@
 //! cache does not know, dropped watches and a forced 410 are injected mid-run, and the state
 //! still converges to exactly what `reconcile` plans for the final objects from scratch.
 //!
-//! Each test starts its own server and controllers; waits poll the API with a deadline.
+//! Each test is a scenario on its own server and controllers; waits wake on the server's
+//! writes, with a deadline.
 
 use apiserver::FaultResponse;
 use serde_json::json;
-use testkit::{
-    endpoint_of, eventually, node, options, pod, pod_names, slices_only, web_pod, TestCluster,
-};
+use testkit::scenario::{pods_are, served, warning, Message, Run, Scenario};
+use testkit::{endpoint_of, node, options, pod, slices_only, web_pod, web_pods};
 
-const NS: &str = "default";
+/// Both controllers on [`testkit::web`] and `count` pods until the slices and the Endpoints
+/// of `web` equal the plans from scratch; then `mid_run` (faults and changes), until they
+/// equal the plans again.
+fn converges_after(count: usize, mid_run: impl FnOnce(Scenario) -> Scenario) -> Scenario {
+    let planned = plans(Scenario::web(web_pods(count)).start(options()));
+    plans(mid_run(planned))
+}
 
-/// A Service `web` selecting `app=web` on port 80 -> 8080, and `count` ready pods `web-<i>`.
-async fn web_with_pods(cluster: &TestCluster, count: usize) -> anyhow::Result<()> {
-    cluster.create_web(&[]).await?;
-    for i in 0..count {
-        cluster
-            .create_pod(&web_pod(&format!("web-{i}"), &format!("10.0.0.{}", i + 1)))
-            .await?;
-    }
-    Ok(())
+/// [`converges_after`] on three pods, then until the pod informer has sent at least `count`
+/// requests of `verb` (`what` says why): it got over the watch faults of `mid_run`.
+async fn pod_informer_recovers(
+    mid_run: impl FnOnce(Scenario) -> Scenario,
+    what: &str,
+    (verb, count): (&'static str, u64),
+) -> anyhow::Result<()> {
+    converges_after(3, mid_run)
+        .until(what, served(verb, "pods", count))
+        .run_to_end()
+        .await
 }
 
 /// Waits until both the slices and the Endpoints of `web` equal the plans from scratch.
-async fn wait_for_plans(cluster: &TestCluster) {
-    cluster.wait_for_planned_slices(NS, "web").await;
-    cluster.wait_for_planned_endpoints(NS, "web").await;
+fn plans(scenario: Scenario) -> Scenario {
+    scenario.planned_slices("web").planned_endpoints("web")
+}
+
+/// Both controllers' syncs have failed at least once.
+fn both_failed_once(run: &Run) {
+    assert!(run.controllers().slice_syncs("error") >= 1.0);
+    assert!(run.controllers().endpoints_syncs("error") >= 1.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conflicts_on_updates_are_retried_until_both_controllers_converge() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    web_with_pods(&cluster, 3).await?;
-    let controllers = cluster.run_controllers(options()).await;
-    wait_for_plans(&cluster).await;
-
-    cluster
-        .faults()
-        .fail_next("update", "endpointslices", 2, FaultResponse::Conflict);
-    cluster
-        .faults()
-        .fail_next("update", "endpoints", 2, FaultResponse::Conflict);
-    cluster.set_pod_ready(NS, "web-0", false).await?;
-    cluster.set_pod_ready(NS, "web-1", false).await?;
-
-    wait_for_plans(&cluster).await;
-    assert!(controllers.slice_syncs("error") >= 1.0);
-    assert!(controllers.endpoints_syncs("error") >= 1.0);
-    Ok(())
+    converges_after(3, |s| {
+        s.fail_next("update", "endpointslices", 2, FaultResponse::Conflict)
+            .fail_next("update", "endpoints", 2, FaultResponse::Conflict)
+            .pod_not_ready("web-0")
+            .pod_not_ready("web-1")
+    })
+    .check(both_failed_once)
+    .run_to_end()
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_slice_creates_are_recorded_as_events_and_retried_until_they_succeed(
 ) -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    cluster
-        .faults()
-        .fail_next("create", "endpointslices", 2, FaultResponse::InternalError);
-    web_with_pods(&cluster, 2).await?;
-    let controllers = cluster.run_controllers(slices_only()).await;
-
-    let event = cluster
-        .wait_for_event(NS, "web", "FailedToUpdateEndpointSlices")
-        .await;
-    assert_eq!(event.type_.as_deref(), Some("Warning"));
-    assert_eq!(
-        event.source.as_ref().and_then(|s| s.component.as_deref()),
-        Some("endpoint-slice-controller")
-    );
-    assert_eq!(event.involved_object.kind.as_deref(), Some("Service"));
-    let message = event.message.unwrap_or_default();
-    assert!(
-        message.starts_with("Error updating Endpoint Slices for Service default/web: "),
-        "{message}"
-    );
-
-    cluster.wait_for_planned_slices(NS, "web").await;
-    assert_eq!(controllers.slice_syncs("error"), 2.0);
-    Ok(())
+    Scenario::new()
+        .fail_next("create", "endpointslices", 2, FaultResponse::InternalError)
+        .create(testkit::web())
+        .create_all(web_pods(2))
+        .start(slices_only())
+        .event(
+            warning("web", "FailedToUpdateEndpointSlices")
+                .by("endpoint-slice-controller")
+                .about("Service")
+                .message(Message::StartsWith(
+                    "Error updating Endpoint Slices for Service default/web: ",
+                )),
+        )
+        .planned_slices("web")
+        .check(|run| assert_eq!(run.controllers().slice_syncs("error"), 2.0))
+        .run_to_end()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pod_on_an_unknown_node_fails_the_sync_until_the_node_appears() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    web_with_pods(&cluster, 1).await?;
-    cluster
-        .create_pod(
-            &pod("web-ghost")
-                .label("app", "web")
-                .node("ghost")
-                .ip("10.0.0.99")
-                .ready(true),
-        )
-        .await?;
-    let controllers = cluster.run_controllers(slices_only()).await;
-
-    // The other pods are still written; the sync fails and says so.
-    cluster
-        .wait_for_slices(NS, "web", "web-0 without the ghost", |s| {
-            pod_names(s) == ["web-0"]
-        })
-        .await;
-    // Each retry fails the same way: one Event whose count goes up, not one Event per failure.
-    eventually("the failure event to be counted twice", || {
-        let api = cluster.events(NS);
-        async move {
-            let events: Vec<_> = api
-                .list(&Default::default())
-                .await
-                .map_err(|e| e.to_string())?
-                .items
-                .into_iter()
+    let run = Scenario::web(web_pods(1))
+        .create(web_pod("web-ghost", "10.0.0.99").node("ghost"))
+        .start(slices_only())
+        // The other pods are still written; the sync fails and says so.
+        .slices("web", "web-0 without the ghost", pods_are(&["web-0"]))
+        // Each retry fails the same way: one Event whose count goes up, not one Event per
+        // failure.
+        .events("the failure event counted twice", |events| {
+            let counts: Vec<_> = events
+                .iter()
                 .filter(|e| e.reason.as_deref() == Some("FailedToUpdateEndpointSlices"))
+                .map(|e| e.count)
                 .collect();
-            let counts: Vec<_> = events.iter().map(|e| e.count).collect();
-            match counts.as_slice() {
-                [Some(n)] if *n >= 2 => Ok(()),
-                _ => Err(format!("event counts {counts:?}")),
-            }
-        }
-    })
-    .await;
-    assert!(controllers.slice_syncs("error") >= 2.0);
-
-    cluster.create_node(&node("ghost")).await?;
-    let slices = cluster
-        .wait_for_slices(NS, "web", "the ghost pod included", |s| {
-            pod_names(s) == ["web-0", "web-ghost"]
+            matches!(counts.as_slice(), [Some(n)] if *n >= 2)
         })
-        .await;
+        .check(|run| assert!(run.controllers().slice_syncs("error") >= 2.0))
+        .create(node("ghost"))
+        .slices(
+            "web",
+            "the ghost pod included",
+            pods_are(&["web-0", "web-ghost"]),
+        )
+        .planned_slices("web")
+        .run()
+        .await?;
     assert_eq!(
-        endpoint_of(&slices, "web-ghost").and_then(|e| e.node_name),
+        endpoint_of(run.slices("the ghost pod included"), "web-ghost").and_then(|e| e.node_name),
         Some("ghost".to_owned())
     );
-    cluster.wait_for_planned_slices(NS, "web").await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_watches_are_reopened_and_both_controllers_converge() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    web_with_pods(&cluster, 3).await?;
-    let _controllers = cluster.run_controllers(options()).await;
-    wait_for_plans(&cluster).await;
-
-    cluster.faults().drop_watches();
-    cluster.set_pod_ready(NS, "web-0", false).await?;
-    cluster.delete_pod(NS, "web-1").await?;
-    cluster.create_pod(&web_pod("web-new", "10.0.0.50")).await?;
-    cluster
-        .patch_service(NS, "web", json!({"metadata": {"labels": {"team": "red"}}}))
-        .await?;
-    wait_for_plans(&cluster).await;
-
-    cluster.faults().drop_watches();
-    cluster.set_pod_ready(NS, "web-0", true).await?;
-    wait_for_plans(&cluster).await;
-    eventually("the pod watch to be re-opened after each drop", || {
-        let watches = cluster.requests("watch", "pods");
-        async move {
-            (watches >= 3)
-                .then_some(())
-                .ok_or(format!("{watches} pod watches"))
-        }
-    })
-    .await;
-    Ok(())
+    let dropped_twice = |s: Scenario| {
+        let dropped = s
+            .faults(|f| f.drop_watches())
+            .pod_not_ready("web-0")
+            .delete_pod("web-1")
+            .create(web_pod("web-new", "10.0.0.50"))
+            .patch_service("web", json!({"metadata": {"labels": {"team": "red"}}}));
+        plans(dropped)
+            .faults(|f| f.drop_watches())
+            .pod_ready("web-0")
+    };
+    let reopened = "the pod watch to be re-opened after each drop";
+    pod_informer_recovers(dropped_twice, reopened, ("watch", 3)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expired_pod_watch_forces_a_relist_and_both_controllers_converge() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    web_with_pods(&cluster, 3).await?;
-    let _controllers = cluster.run_controllers(options()).await;
-    wait_for_plans(&cluster).await;
-
     // The pod watch is closed; changes land while it is down, and resuming it answers 410,
     // so the informer re-lists and must notice the deleted pod by its absence.
-    cluster.faults().expire_next_watch("pods");
-    cluster.faults().drop_watches();
-    cluster.delete_pod(NS, "web-2").await?;
-    cluster.set_pod_ips(NS, "web-1", &["10.0.0.77"]).await?;
-    cluster
-        .create_pod(&pod("web-new").label("app", "web").ip("10.0.0.50"))
-        .await?;
-
-    wait_for_plans(&cluster).await;
-    eventually("the informer to re-list pods after the 410", || {
-        let lists = cluster.requests("list", "pods");
-        async move {
-            (lists >= 2)
-                .then_some(())
-                .ok_or(format!("{lists} pod lists"))
-        }
-    })
-    .await;
-    Ok(())
+    let expired = |s: Scenario| {
+        s.faults(|f| {
+            f.expire_next_watch("pods");
+            f.drop_watches();
+        })
+        .delete_pod("web-2")
+        .pod_ips("web-1", &["10.0.0.77"])
+        .create(pod("web-new").label("app", "web").ip("10.0.0.50"))
+    };
+    let relisted = "the informer to re-list pods after the 410";
+    pod_informer_recovers(expired, relisted, ("list", 2)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mixed_faults_mid_run_still_converge_to_the_plans() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    web_with_pods(&cluster, 4).await?;
-    let controllers = cluster.run_controllers(options()).await;
-    wait_for_plans(&cluster).await;
-
-    let faults = cluster.faults();
-    faults.fail_next("update", "endpointslices", 1, FaultResponse::Conflict);
-    faults.fail_next("create", "endpointslices", 1, FaultResponse::InternalError);
-    faults.fail_next("update", "endpoints", 1, FaultResponse::InternalError);
-    faults.expire_next_watch("pods");
-    cluster.set_pod_ready(NS, "web-0", false).await?;
-    faults.drop_watches();
-    cluster.delete_pod(NS, "web-3").await?;
-    // A second port group: a create that meets the injected 500.
-    cluster
-        .patch_service(
-            NS,
-            "web",
-            json!({"spec": {"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}),
-        )
-        .await?;
-    cluster
-        .create_pod(&web_pod("web-named", "10.0.0.60").container_port("http", 8080))
-        .await?;
-
-    wait_for_plans(&cluster).await;
-    assert!(controllers.slice_syncs("error") >= 1.0);
-    assert!(controllers.endpoints_syncs("error") >= 1.0);
-    Ok(())
+    converges_after(4, |s| {
+        s.fail_next("update", "endpointslices", 1, FaultResponse::Conflict)
+            .fail_next("create", "endpointslices", 1, FaultResponse::InternalError)
+            .fail_next("update", "endpoints", 1, FaultResponse::InternalError)
+            .faults(|f| f.expire_next_watch("pods"))
+            .pod_not_ready("web-0")
+            .faults(|f| f.drop_watches())
+            .delete_pod("web-3")
+            // A second port group: a create that meets the injected 500.
+            .patch_service(
+                "web",
+                json!({"spec": {"ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}),
+            )
+            .create(web_pod("web-named", "10.0.0.60").container_port("http", 8080))
+    })
+    .check(both_failed_once)
+    .run_to_end()
+    .await
 }

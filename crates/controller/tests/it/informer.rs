@@ -8,7 +8,7 @@ use std::sync::Arc;
 use testkit::within;
 
 use apiserver::{ApiServer, Config};
-use controller::informer::{Handler, Informer, ObjectKey};
+use controller::informer::{Handler, Informer, ObjectKey, Store};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
@@ -48,18 +48,140 @@ impl Handler<PodView> for Recorder {
     }
 }
 
-/// An unscheduled pod labelled `app`.
-fn pod(name: &str, app: &str) -> Pod {
-    testkit::pod(name).unscheduled().label("app", app).object()
+/// One step of an informer test, as data.
+enum Step<'a> {
+    /// Creates an unscheduled pod labelled `app=<app>`: `Create(name, app)`.
+    Create(&'a str, &'a str),
+    /// Merge-patches a pod.
+    Merge(&'a str, serde_json::Value),
+    /// Deletes a pod.
+    Delete(&'a str),
+    /// Starts an informer of every pod, with a [`Recorder`], and waits for its first list.
+    Start(watcher::Config),
+    /// The next handler calls are these, in this order.
+    Saw(&'a [&'a str]),
+    /// The store holds these pods of `default`, in this order.
+    Holds(&'a [&'a str]),
+}
+
+use Step::{Create, Delete, Holds, Merge, Saw, Start};
+
+/// A server with a client, its pods in `default`, and the informer once started.
+struct Fixture {
+    server: ApiServer,
+    client: Client,
+    pods: Api<Pod>,
+    running: Option<Running>,
+}
+
+impl Fixture {
+    /// A server with `config`.
+    fn new(config: Config) -> Self {
+        let (server, client) = testkit::server::start_with(config);
+        Self::with_client(server, client)
+    }
+
+    fn with_client(server: ApiServer, client: Client) -> Self {
+        let pods = Api::default_namespaced(client.clone());
+        Self {
+            server,
+            client,
+            pods,
+            running: None,
+        }
+    }
+
+    /// Runs `steps` in order.
+    async fn steps(mut self, steps: impl IntoIterator<Item = Step<'_>>) -> Self {
+        for step in steps {
+            self.step(step).await;
+        }
+        self
+    }
+
+    async fn step(&mut self, step: Step<'_>) {
+        match step {
+            Create(name, app) => {
+                let pod = testkit::pod(name).unscheduled().label("app", app).object();
+                self.pods
+                    .create(&PostParams::default(), &pod)
+                    .await
+                    .unwrap();
+            }
+            Merge(name, patch) => {
+                let patch = Patch::Merge(patch);
+                self.pods
+                    .patch(name, &PatchParams::default(), &patch)
+                    .await
+                    .unwrap();
+            }
+            Delete(name) => {
+                self.pods
+                    .delete(name, &DeleteParams::default())
+                    .await
+                    .unwrap();
+            }
+            Start(config) => {
+                let informer = Informer::new(Api::all(self.client.clone()), config, project);
+                self.running = Some(Running::start(informer).await);
+            }
+            Saw(calls) => {
+                for call in calls {
+                    assert_eq!(self.running().next().await, *call);
+                }
+            }
+            Holds(names) => {
+                let keys: Vec<_> = names.iter().map(|n| ObjectKey::new("default", n)).collect();
+                assert_eq!(self.running().store.keys(), keys);
+            }
+        }
+    }
+
+    fn running(&mut self) -> &mut Running {
+        self.running.as_mut().expect("a Start step came first")
+    }
+
+    /// Stops the informer, once started.
+    async fn stop(self) {
+        if let Some(running) = self.running {
+            running.stop().await;
+        }
+    }
+}
+
+/// Runs `steps` on a fresh server with the default config, then stops the informer.
+async fn steps_on_a_fresh_server(steps: impl IntoIterator<Item = Step<'_>>) {
+    Fixture::new(Config::default())
+        .steps(steps)
+        .await
+        .stop()
+        .await;
 }
 
 struct Running {
     events: mpsc::UnboundedReceiver<String>,
+    store: Store<PodView>,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Running {
+    /// Runs `informer` with a [`Recorder`] until its first list is in its store.
+    async fn start(informer: Informer<PartialPod, PodView>) -> Self {
+        let store = informer.store();
+        let mut synced = informer.synced();
+        let (tx, events) = mpsc::unbounded_channel();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(informer.run(Recorder(tx), stop.clone().cancelled_owned()));
+        assert!(within("first list", synced.wait()).await);
+        Self {
+            events,
+            store,
+            stop,
+            task,
+        }
+    }
+
     async fn next(&mut self) -> String {
         within("a handler call", self.events.recv()).await.unwrap()
     }
@@ -70,169 +192,119 @@ impl Running {
     }
 }
 
-async fn run(
-    client: Client,
-    config: watcher::Config,
-) -> (Running, controller::informer::Store<PodView>) {
-    let informer = Informer::new(Api::<PartialPod>::all(client), config, project);
-    let store = informer.store();
-    let mut synced = informer.synced();
-    let (tx, events) = mpsc::unbounded_channel();
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(informer.run(Recorder(tx), stop.clone().cancelled_owned()));
-    assert!(within("first list", synced.wait()).await);
-    (Running { events, stop, task }, store)
-}
-
 #[tokio::test]
 async fn informer_lists_then_follows_adds_updates_and_deletes() {
-    let server = ApiServer::new(Config::default());
-    let client = Client::new(server.service(), "default");
-    let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    pods.create(&PostParams::default(), &pod("a", "web"))
-        .await
-        .unwrap();
-
-    let (mut running, store) = run(client, watcher::Config::default()).await;
-    assert_eq!(running.next().await, "add a");
-    assert_eq!(store.keys(), [ObjectKey::new("default", "a")]);
-
-    pods.create(&PostParams::default(), &pod("b", "web"))
-        .await
-        .unwrap();
-    assert_eq!(running.next().await, "add b");
-    pods.patch(
-        "a",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"labels": {"tier": "front"}}})),
-    )
-    .await
-    .unwrap();
-    assert_eq!(running.next().await, "update a");
-    pods.delete("b", &DeleteParams::default()).await.unwrap();
-    assert_eq!(running.next().await, "delete b");
-    assert_eq!(store.keys(), [ObjectKey::new("default", "a")]);
-    running.stop().await;
+    steps_on_a_fresh_server([
+        Create("a", "web"),
+        Start(watcher::Config::default()),
+        Saw(&["add a"]),
+        Holds(&["a"]),
+        Create("b", "web"),
+        Saw(&["add b"]),
+        Merge("a", json!({"metadata": {"labels": {"tier": "front"}}})),
+        Saw(&["update a"]),
+        Delete("b"),
+        Saw(&["delete b"]),
+        Holds(&["a"]),
+    ])
+    .await;
 }
 
 #[tokio::test]
 async fn informer_with_a_label_selector_sees_only_matching_objects() {
-    let server = ApiServer::new(Config::default());
-    let client = Client::new(server.service(), "default");
-    let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    pods.create(&PostParams::default(), &pod("web-1", "web"))
-        .await
-        .unwrap();
-    pods.create(&PostParams::default(), &pod("db-1", "db"))
-        .await
-        .unwrap();
-
-    let (mut running, store) = run(client, watcher::Config::default().labels("app=web")).await;
-    assert_eq!(running.next().await, "add web-1");
-    assert_eq!(store.keys(), [ObjectKey::new("default", "web-1")]);
-    running.stop().await;
+    steps_on_a_fresh_server([
+        Create("web-1", "web"),
+        Create("db-1", "db"),
+        Start(watcher::Config::default().labels("app=web")),
+        Saw(&["add web-1"]),
+        Holds(&["web-1"]),
+    ])
+    .await;
 }
 
 #[tokio::test]
 async fn objects_deleted_while_the_watch_was_down_are_deleted_after_the_relist() {
-    let server = ApiServer::new(Config::default());
-    let client = Client::new(server.service(), "default");
-    let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    for name in ["a", "b"] {
-        pods.create(&PostParams::default(), &pod(name, "web"))
-            .await
-            .unwrap();
-    }
-    let (mut running, store) = run(client, watcher::Config::default()).await;
-    assert_eq!(running.next().await, "add a");
-    assert_eq!(running.next().await, "add b");
-
+    let listed = [
+        Create("a", "web"),
+        Create("b", "web"),
+        Start(watcher::Config::default()),
+        Saw(&["add a", "add b"]),
+    ];
+    let fixture = Fixture::new(Config::default()).steps(listed).await;
     // Keep the informer from re-watching while "b" goes away, and forget the history so
     // that its resumed watch gets a 410 and it must re-list.
+    let server = fixture.server.clone();
     server.faults().fail("watch", "pods", 1.0);
     server.faults().drop_watches();
-    pods.delete("b", &DeleteParams::default()).await.unwrap();
+    let fixture = fixture.steps([Delete("b")]).await;
     server.compact_history();
     server.faults().clear();
 
-    assert_eq!(running.next().await, "delete b");
-    assert_eq!(store.keys(), [ObjectKey::new("default", "a")]);
-    running.stop().await;
+    let relisted = [Saw(&["delete b"]), Holds(&["a"])];
+    fixture.steps(relisted).await.stop().await;
 }
 
 /// A cache the server shows wrong (writes refused for a resourceVersion the watch never
 /// corrects) is listed again on request, and the re-list is diffed like any other.
 #[tokio::test]
 async fn a_requested_relist_replaces_what_the_watch_never_corrected() {
-    let server = ApiServer::new(Config::default());
-    let client = Client::new(server.service(), "default");
-    let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    pods.create(&PostParams::default(), &pod("a", "web"))
-        .await
-        .unwrap();
-    let (mut running, store) = run(client, watcher::Config::default()).await;
-    assert_eq!(running.next().await, "add a");
+    let listed = [
+        Create("a", "web"),
+        Start(watcher::Config::default()),
+        Saw(&["add a"]),
+    ];
+    let mut fixture = Fixture::new(Config::default()).steps(listed).await;
+    let running = fixture.running();
 
     // What a server restored from other state leaves behind: an object it does not hold,
     // and an old version of one it does, which no watch event will ever replace.
-    let ghost = ObjectKey::new("default", "ghost");
-    store.insert(
-        ghost.clone(),
+    let view = |name: &str, resource_version: &str| {
         Arc::new(PodView {
-            name: "ghost".into(),
-            resource_version: "1".into(),
-        }),
-    );
+            name: name.into(),
+            resource_version: resource_version.into(),
+        })
+    };
+    running
+        .store
+        .insert(ObjectKey::new("default", "ghost"), view("ghost", "1"));
     let a = ObjectKey::new("default", "a");
-    store.insert(
-        a.clone(),
-        Arc::new(PodView {
-            name: "a".into(),
-            resource_version: "0".into(),
-        }),
-    );
+    running.store.insert(a.clone(), view("a", "0"));
 
-    store.request_relist();
+    running.store.request_relist();
     let mut calls = vec![running.next().await, running.next().await];
     calls.sort();
     assert_eq!(calls, ["delete ghost", "update a"]);
-    assert_eq!(store.keys(), std::slice::from_ref(&a));
-    assert_ne!(store.get(&a).unwrap().resource_version, "0");
-    running.stop().await;
+    assert_ne!(running.store.get(&a).unwrap().resource_version, "0");
+    fixture.steps([Holds(&["a"])]).await.stop().await;
 }
 
 #[tokio::test]
 async fn informer_reads_the_first_state_through_a_streaming_list_and_lists_where_it_is_refused() {
     for watch_list in [true, false] {
-        let server = ApiServer::new(Config {
+        let fixture = Fixture::new(Config {
             watch_list,
             record_requests: true,
             ..Config::default()
         });
-        let client = Client::new(server.service(), "default");
-        let pods: Api<Pod> = Api::default_namespaced(client.clone());
-        pods.create(&PostParams::default(), &pod("a", "web"))
-            .await
-            .unwrap();
-        let config = watcher::Config::default().any_semantic().streaming_lists();
-        let (mut running, store) = run(client, config).await;
-        assert_eq!(running.next().await, "add a", "watch_list {watch_list}");
-        assert_eq!(store.keys(), [ObjectKey::new("default", "a")]);
-        pods.create(&PostParams::default(), &pod("b", "web"))
-            .await
-            .unwrap();
-        assert_eq!(running.next().await, "add b", "watch_list {watch_list}");
-        running.stop().await;
-        let lists = server
-            .request_log()
+        let steps = [
+            Create("a", "web"),
+            Start(watcher::Config::default().any_semantic().streaming_lists()),
+            Saw(&["add a"]),
+            Holds(&["a"]),
+            Create("b", "web"),
+            Saw(&["add b"]),
+        ];
+        let fixture = fixture.steps(steps).await;
+        let log = fixture.server.request_log();
+        fixture.stop().await;
+        let lists = log
             .iter()
             .filter(|r| r.verb == "list" && r.resource == "pods")
             .count();
         // Served a streaming list, the informer never lists; refused, it lists once.
         assert_eq!(lists, usize::from(!watch_list), "watch_list {watch_list}");
         // In protobuf, as kube-controller-manager asks.
-        let answered: Vec<_> = server
-            .request_log()
+        let answered: Vec<_> = log
             .iter()
             .filter(|r| {
                 (r.verb == "list" || r.verb == "watch") && r.resource == "pods" && r.code == 200
@@ -291,30 +363,17 @@ async fn a_server_that_speaks_only_json_is_watched_and_written_in_json() {
     use controller::wire::{Encoding, Negotiated};
     let server = ApiServer::new(Config::default());
     let client = json_only(&server);
-    let pods: Api<Pod> = Api::default_namespaced(client.clone());
-    pods.create(&PostParams::default(), &pod("a", "web"))
-        .await
-        .unwrap();
+    let mut fixture = Fixture::with_client(server, client.clone())
+        .steps([Create("a", "web")])
+        .await;
     let wire = Negotiated::new(Encoding::Protobuf);
-    let informer = Informer::new(
-        Api::<PartialPod>::all(client.clone()),
-        watcher::Config::default().any_semantic().streaming_lists(),
-        project,
-    )
-    .with_wire(wire.clone());
-    let mut synced = informer.synced();
-    let (tx, events) = mpsc::unbounded_channel();
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(informer.run(Recorder(tx), stop.clone().cancelled_owned()));
-    assert!(within("first list", synced.wait()).await);
-    let mut running = Running { events, stop, task };
-    assert_eq!(running.next().await, "add a");
+    let config = watcher::Config::default().any_semantic().streaming_lists();
+    let informer = Informer::new(Api::all(client.clone()), config, project);
+    fixture.running = Some(Running::start(informer.with_wire(wire.clone())).await);
+    let fixture = fixture.steps([Saw(&["add a"])]).await;
     assert_eq!(wire.current(), Encoding::Json, "turned to JSON for good");
-    pods.create(&PostParams::default(), &pod("b", "web"))
-        .await
-        .unwrap();
-    assert_eq!(running.next().await, "add b");
-    running.stop().await;
+    let steps = [Create("b", "web"), Saw(&["add b"])];
+    fixture.steps(steps).await.stop().await;
 
     // A write in protobuf is refused (415) and sent again in JSON.
     let wire = Negotiated::new(Encoding::Protobuf);

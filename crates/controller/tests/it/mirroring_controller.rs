@@ -3,23 +3,26 @@
 //! Endpoints opts out, becomes a leader-election record, is deleted, or its Service gains a
 //! selector. Addresses beyond the per-subset cap are left out and reported on the Endpoints.
 //!
-//! Each test starts its own server and controllers; waits poll the API with a deadline.
+//! Each test is a scenario on its own server and controllers; waits wake on the server's
+//! writes, with a deadline.
 
 use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::ResourceExt;
 use reconcile::endpoints::LEADER_ANNOTATION;
-use reconcile::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME, SKIP_MIRROR, SLICE_MANAGED_BY};
+use reconcile::labels::SKIP_MIRROR;
 use serde_json::json;
-use testkit::{eventually, mirroring_only, pretty, service, Controllers, TestCluster};
+use testkit::scenario::{metric_holds, mirrored, warning, Scenario};
+use testkit::{mirroring_only, service, Manager};
 
-const NS: &str = "default";
+/// The slices a test waits for: those mirrored for `ext`.
+const EXT: &str = "ext";
 
 /// An Endpoints object `ext` with the given ready and not-ready IPs on port 9000.
 fn ext_endpoints(ready: &[&str], not_ready: &[&str]) -> Endpoints {
     let addresses = |ips: &[&str]| ips.iter().map(|ip| json!({"ip": ip})).collect::<Vec<_>>();
     serde_json::from_value(json!({
-        "metadata": {"name": "ext", "namespace": NS, "labels": {"team": "db"}},
+        "metadata": {"name": "ext", "labels": {"team": "db"}},
         "subsets": [{
             "addresses": addresses(ready),
             "notReadyAddresses": addresses(not_ready),
@@ -29,48 +32,11 @@ fn ext_endpoints(ready: &[&str], not_ready: &[&str]) -> Endpoints {
     .expect("a valid Endpoints object")
 }
 
-/// Creates the selector-less Service `ext` and its hand-written Endpoints.
-async fn ext(cluster: &TestCluster, endpoints: &Endpoints) -> anyhow::Result<()> {
-    cluster
-        .create_service(&service("ext").port("db", 9000, 9000))
-        .await?;
-    cluster
-        .endpoints(NS)
-        .create(&PostParams::default(), endpoints)
-        .await?;
-    Ok(())
-}
-
-/// The slices mirrored for `name`.
-async fn mirrored(cluster: &TestCluster, name: &str) -> anyhow::Result<Vec<EndpointSlice>> {
-    let selector = format!("{SERVICE_NAME}={name},{SLICE_MANAGED_BY}={MIRRORING_CONTROLLER_NAME}");
-    Ok(cluster
-        .slices(NS)
-        .list(&ListParams::default().labels(&selector))
-        .await?
-        .items)
-}
-
-/// Waits until the slices mirrored for `name` satisfy `done`, and returns them.
-async fn wait_for_mirrored(
-    cluster: &TestCluster,
-    name: &str,
-    what: &str,
-    done: impl Fn(&[EndpointSlice]) -> bool,
-) -> Vec<EndpointSlice> {
-    eventually(&format!("slices mirrored for {name}: {what}"), || {
-        let listed = mirrored(cluster, name);
-        let done = &done;
-        async move {
-            let slices = listed.await.map_err(|e| e.to_string())?;
-            if done(&slices) {
-                Ok(slices)
-            } else {
-                Err(pretty(&slices))
-            }
-        }
-    })
-    .await
+/// The selector-less Service `ext` and its hand-written Endpoints.
+fn ext(endpoints: Endpoints) -> Scenario {
+    Scenario::new()
+        .create(service("ext").port("db", 9000, 9000))
+        .create(endpoints)
 }
 
 /// (address, ready) of every endpoint of the slices, sorted.
@@ -87,36 +53,57 @@ fn endpoint_ips(slices: &[EndpointSlice]) -> Vec<(String, bool)> {
     ips
 }
 
-/// Starts the mirroring controller and waits for `ext`'s slice with three endpoints.
-async fn mirrored_ext(cluster: &TestCluster) -> anyhow::Result<Controllers> {
-    ext(
-        cluster,
-        &ext_endpoints(&["10.1.0.1", "10.1.0.2"], &["10.1.0.3"]),
-    )
-    .await?;
-    let controllers = cluster.run_controllers(mirroring_only()).await;
-    wait_for_mirrored(cluster, "ext", "three endpoints", |s| {
-        endpoint_ips(s).len() == 3
-    })
-    .await;
-    Ok(controllers)
+/// `ext` with two ready and one not-ready address under the mirroring controller, until its
+/// slice holds the three; the slices are kept under "three endpoints".
+fn mirrored_ext() -> Scenario {
+    ext(ext_endpoints(&["10.1.0.1", "10.1.0.2"], &["10.1.0.3"]))
+        .start(mirroring_only())
+        .slices(mirrored(EXT), "three endpoints", |s| {
+            endpoint_ips(s).len() == 3
+        })
 }
 
-async fn wait_for_no_mirrored(cluster: &TestCluster, what: &str) {
-    wait_for_mirrored(cluster, "ext", what, <[EndpointSlice]>::is_empty).await;
+/// [`mirrored_ext`], then `change`, until `ext` has no mirrored slice left.
+fn mirrored_ext_until_unmirrored(
+    what: &str,
+    change: impl FnOnce(Scenario) -> Scenario,
+) -> Scenario {
+    change(mirrored_ext()).slices(mirrored(EXT), what, <[EndpointSlice]>::is_empty)
 }
+
+/// Runs [`mirrored_ext_until_unmirrored`] and stops the controllers.
+async fn unmirrored_after(
+    what: &str,
+    change: impl FnOnce(Scenario) -> Scenario,
+) -> anyhow::Result<()> {
+    mirrored_ext_until_unmirrored(what, change)
+        .stop()
+        .run_to_end()
+        .await
+}
+
+/// The mirroring controller's gauge of the endpoints it wants mirrored.
+const DESIRED: &str = "endpoint_slice_mirroring_controller_endpoints_desired";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_of_a_selectorless_service_are_mirrored_into_a_slice_it_owns(
 ) -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    let controllers = mirrored_ext(&cluster).await?;
-    let slices = mirrored(&cluster, "ext").await?;
-    assert_eq!(slices.len(), 1, "{}", pretty(&slices));
+    let run = mirrored_ext()
+        .check(|run| {
+            let controllers = run.controllers();
+            let changes = Manager::Mirroring.changes_metric();
+            assert_eq!(controllers.metric(changes, &[("operation", "create")]), 1.0);
+            assert_eq!(controllers.metric(DESIRED, &[]), 3.0);
+        })
+        .stop()
+        .run()
+        .await?;
+    let slices = run.slices("three endpoints");
+    assert_eq!(slices.len(), 1, "{}", testkit::pretty(&slices));
     let slice = &slices[0];
     assert_eq!(slice.address_type, "IPv4");
     assert_eq!(
-        endpoint_ips(&slices),
+        endpoint_ips(slices),
         [
             ("10.1.0.1".to_owned(), true),
             ("10.1.0.2".to_owned(), true),
@@ -129,182 +116,106 @@ async fn endpoints_of_a_selectorless_service_are_mirrored_into_a_slice_it_owns(
         (ports[0].name.as_deref(), ports[0].port),
         (Some("db"), Some(9000))
     );
-    let labels = slice.metadata.labels.clone().unwrap_or_default();
-    assert_eq!(labels.get("team").map(String::as_str), Some("db"));
-    let owner = slice.metadata.owner_references.clone().unwrap_or_default();
+    assert_eq!(slice.labels().get("team").map(String::as_str), Some("db"));
+    let owner = slice.owner_references();
     assert_eq!(owner.len(), 1);
     assert_eq!(
         (owner[0].kind.as_str(), owner[0].name.as_str()),
         ("Endpoints", "ext")
     );
-    assert_eq!(
-        controllers.metric(
-            "endpoint_slice_mirroring_controller_changes",
-            &[("operation", "create")]
-        ),
-        1.0
-    );
-    assert_eq!(
-        controllers.metric("endpoint_slice_mirroring_controller_endpoints_desired", &[]),
-        3.0
-    );
-    controllers.stop().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_endpoints_object_updates_its_mirrored_slice_in_place() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    let controllers = mirrored_ext(&cluster).await?;
-    let before = mirrored(&cluster, "ext").await?;
     let changed = ext_endpoints(&["10.1.0.1", "10.1.0.4"], &[]);
-    cluster
-        .endpoints(NS)
-        .replace("ext", &PostParams::default(), &{
-            let current = cluster.endpoints(NS).get("ext").await?;
-            Endpoints {
-                metadata: current.metadata,
-                ..changed
-            }
+    let run = mirrored_ext()
+        .patch_endpoints("ext", json!({"subsets": changed.subsets}))
+        .slices(mirrored(EXT), "10.1.0.1 and 10.1.0.4", |s| {
+            endpoint_ips(s) == [("10.1.0.1".to_owned(), true), ("10.1.0.4".to_owned(), true)]
         })
+        .stop()
+        .run()
         .await?;
-    let after = wait_for_mirrored(&cluster, "ext", "10.1.0.1 and 10.1.0.4", |s| {
-        endpoint_ips(s) == [("10.1.0.1".to_owned(), true), ("10.1.0.4".to_owned(), true)]
-    })
-    .await;
+    let (before, after) = (
+        run.slices("three endpoints"),
+        run.slices("10.1.0.1 and 10.1.0.4"),
+    );
     assert_eq!(after.len(), 1);
     assert_eq!(after[0].metadata.name, before[0].metadata.name);
-    controllers.stop().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_that_opt_out_with_the_skip_mirror_label_lose_their_mirrored_slices(
 ) -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    let controllers = mirrored_ext(&cluster).await?;
-    let patch = json!({"metadata": {"labels": {SKIP_MIRROR: "true"}}});
-    cluster
-        .endpoints(NS)
-        .patch("ext", &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    wait_for_no_mirrored(&cluster, "none after skip-mirror").await;
-    controllers.stop().await;
-    Ok(())
+    let skip = json!({"metadata": {"labels": {SKIP_MIRROR: "true"}}});
+    unmirrored_after("none after skip-mirror", |s| s.patch_endpoints("ext", skip)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn endpoints_turned_into_a_leader_election_record_lose_their_mirrored_slices(
 ) -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    let controllers = mirrored_ext(&cluster).await?;
-    let patch =
+    let record =
         json!({"metadata": {"annotations": {LEADER_ANNOTATION: "{\"holderIdentity\":\"a\"}"}}});
-    cluster
-        .endpoints(NS)
-        .patch("ext", &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
-    wait_for_no_mirrored(&cluster, "none once a leader record").await;
-    controllers.stop().await;
-    Ok(())
+    unmirrored_after("none once a leader record", |s| {
+        s.patch_endpoints("ext", record)
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_that_gains_a_selector_loses_its_mirrored_slices() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    let controllers = mirrored_ext(&cluster).await?;
-    cluster
-        .patch_service(NS, "ext", json!({"spec": {"selector": {"app": "db"}}}))
-        .await?;
-    wait_for_no_mirrored(&cluster, "none once the Service selects pods").await;
-    controllers.stop().await;
-    Ok(())
+    let selector = json!({"spec": {"selector": {"app": "db"}}});
+    unmirrored_after("none once the Service selects pods", |s| {
+        s.patch_service("ext", selector)
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_endpoints_deletes_its_mirrored_slices() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    let controllers = mirrored_ext(&cluster).await?;
-    cluster
-        .endpoints(NS)
-        .delete("ext", &DeleteParams::default())
-        .await?;
-    wait_for_no_mirrored(&cluster, "none once the Endpoints is gone").await;
+    mirrored_ext_until_unmirrored("none once the Endpoints is gone", |s| {
+        s.delete_endpoints("ext")
+    })
     // The garbage collector may remove the slices before the controller's own sync has run;
     // the controller forgets the Endpoints' figures in that sync.
-    eventually("the desired-endpoints gauge to drop to 0", || {
-        let desired =
-            controllers.metric("endpoint_slice_mirroring_controller_endpoints_desired", &[]);
-        async move {
-            (desired == 0.0)
-                .then_some(())
-                .ok_or_else(|| format!("still {desired}"))
-        }
-    })
-    .await;
-    controllers.stop().await;
-    Ok(())
+    .until(
+        "the desired-endpoints gauge to drop to 0",
+        metric_holds(DESIRED, &[], |n| n == 0.0),
+    )
+    .stop()
+    .run_to_end()
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mirrored_slice_deleted_by_someone_else_is_written_again() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    let controllers = mirrored_ext(&cluster).await?;
-    let first = mirrored(&cluster, "ext").await?;
-    let name = first[0].metadata.name.clone().unwrap_or_default();
-    // The slice is visible as soon as the server stored it, but only a slice the controller
-    // knows it wrote (its tracker learns that when the create answers) is worth replacing;
-    // on a busy machine the delete could otherwise come first.
-    eventually("the controller to record its create", || {
-        let created = controllers.metric(
-            "endpoint_slice_mirroring_controller_changes",
-            &[("operation", "create")],
-        );
-        async move {
-            (created >= 1.0)
-                .then_some(())
-                .ok_or(format!("{created} creates"))
-        }
-    })
-    .await;
-    cluster
-        .slices(NS)
-        .delete(&name, &DeleteParams::default())
-        .await?;
-    wait_for_mirrored(&cluster, "ext", "a new slice with three endpoints", |s| {
-        s.len() == 1 && s[0].metadata.name.as_deref() != Some(&name) && endpoint_ips(s).len() == 3
-    })
-    .await;
-    controllers.stop().await;
-    Ok(())
+    mirrored_ext()
+        .slice_written_again(mirrored(EXT), "a new slice with the three endpoints")
+        .stop()
+        .run_to_end()
+        .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn addresses_beyond_the_per_subset_cap_are_left_out_and_reported_on_the_endpoints(
 ) -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    ext(
-        &cluster,
-        &ext_endpoints(&["10.1.0.1", "10.1.0.2", "10.1.0.3"], &[]),
-    )
-    .await?;
     let mut options = mirroring_only();
     options.settings.mirroring_max_endpoints_per_subset = 2;
-    let controllers = cluster.run_controllers(options).await;
-    let slices = wait_for_mirrored(&cluster, "ext", "two endpoints", |s| {
-        endpoint_ips(s).len() == 2
-    })
-    .await;
-    assert_eq!(slices.len(), 1);
-    let event = cluster
-        .wait_for_event(NS, "ext", "TooManyAddressesToMirror")
-        .await;
-    assert_eq!(event.involved_object.kind.as_deref(), Some("Endpoints"));
-    assert_eq!(
-        event.source.and_then(|s| s.component).as_deref(),
-        Some("endpoint-slice-mirroring-controller")
-    );
-    assert_eq!(event.type_.as_deref(), Some("Warning"));
-    controllers.stop().await;
+    let run = ext(ext_endpoints(&["10.1.0.1", "10.1.0.2", "10.1.0.3"], &[]))
+        .start(options)
+        .slices(mirrored(EXT), "two endpoints", |s| {
+            endpoint_ips(s).len() == 2
+        })
+        .event(
+            warning("ext", "TooManyAddressesToMirror")
+                .by("endpoint-slice-mirroring-controller")
+                .about("Endpoints"),
+        )
+        .stop()
+        .run()
+        .await?;
+    assert_eq!(run.slices("two endpoints").len(), 1);
     Ok(())
 }

@@ -1,26 +1,26 @@
 //! Shadow mode end to end: one set of controllers writes, a shadow set watches the same
 //! server with writes off, and reports only the differences the writer did not repair.
 
-use controller::health::Readiness;
 use controller::shadow::Shadow;
 use controller::Options;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use testkit::{eventually, options, pod, web, web_pod, TestCluster};
-use tokio_util::sync::CancellationToken;
+use testkit::scenario::Scenario;
+use testkit::{eventually, options, web_pod, web_pods, Controllers, TestCluster};
 
 const NS: &str = "default";
 
 /// Requests the shadow's own client sent, by HTTP method.
 type Sent = Arc<Mutex<BTreeMap<String, u64>>>;
 
+/// Shadow controllers: every controller planning with writes off, through a client of their
+/// own that counts what it sends.
 struct ShadowRun {
     shadow: Arc<Shadow>,
     sent: Sent,
-    shutdown: CancellationToken,
-    task: tokio::task::JoinHandle<Result<(), controller::RunError>>,
+    controllers: Controllers,
 }
 
 impl ShadowRun {
@@ -40,32 +40,16 @@ impl ShadowRun {
             })
             .service(cluster.server.service());
         let client = kube::Client::new(counting, "default");
-        let registry = prometheus::Registry::new();
-        let shadow = Arc::new(Shadow::new(grace, None, &registry).unwrap());
+        let shadow = Arc::new(Shadow::new(grace, None, &prometheus::Registry::new()).unwrap());
         let options = Options {
             shadow: Some(shadow.clone()),
             ..options()
         };
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn({
-            let shutdown = shutdown.clone();
-            async move {
-                controller::run(
-                    client,
-                    &options,
-                    &registry,
-                    Readiness::new(),
-                    controller::Activity::new(),
-                    shutdown,
-                )
-                .await
-            }
-        });
+        let controllers = cluster.run_controllers_with(options, client.into()).await;
         Self {
             shadow,
             sent,
-            shutdown,
-            task,
+            controllers,
         }
     }
 
@@ -78,42 +62,23 @@ impl ShadowRun {
             .map(|(_, n)| n)
             .sum()
     }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        self.task.await.unwrap().unwrap();
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shadow_agrees_with_the_writer_through_churn_and_writes_nothing() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    let web = web();
-    cluster.create_service(&web).await?;
-    for i in 0..4 {
-        cluster
-            .create_pod(&web_pod(&format!("web-{i}"), &format!("10.0.0.{i}")))
-            .await?;
-    }
-    let writer = cluster.run_controllers(options()).await;
-    let shadow = ShadowRun::start(&cluster, Duration::from_millis(500)).await;
+    let mut writer = Scenario::web(web_pods(4)).start(options()).run().await?;
+    let shadow = ShadowRun::start(&writer.cluster, Duration::from_millis(500)).await;
 
     // Churn: scale up and down, flap readiness, relabel a pod out of the Service.
-    cluster
-        .create_pod(&pod("web-9").label("app", "web").ip("10.0.0.9").ready(false))
-        .await?;
-    cluster.set_pod_ready(NS, "web-0", false).await?;
-    cluster.delete_pod(NS, "web-1").await?;
-    cluster.set_pod_ready(NS, "web-0", true).await?;
-    cluster
-        .patch_pod(
-            NS,
-            "web-2",
-            json!({"metadata": {"labels": {"app": "other"}}}),
-        )
-        .await?;
-    cluster.wait_for_planned_slices(NS, "web").await;
-    cluster.wait_for_planned_endpoints(NS, "web").await;
+    let churn = Scenario::new()
+        .create(web_pod("web-9", "10.0.0.9").ready(false))
+        .pod_not_ready("web-0")
+        .delete_pod("web-1")
+        .pod_ready("web-0")
+        .patch_pod("web-2", json!({"metadata": {"labels": {"app": "other"}}}))
+        .planned_slices("web")
+        .planned_endpoints("web");
+    writer.resume(churn).await?;
 
     // Every shadow check eventually agrees: nothing left pending or divergent.
     eventually("the shadow to agree with the writer", || {
@@ -130,23 +95,20 @@ async fn shadow_agrees_with_the_writer_through_churn_and_writes_nothing() -> any
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(shadow.shadow.divergences(), Vec::new());
     assert_eq!(shadow.writes(), 0, "the shadow sent {:?}", shadow.sent);
-    shadow.stop().await;
+    shadow.controllers.stop().await;
     writer.stop().await;
     Ok(())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shadow_reports_a_foreign_edit_the_writer_cannot_repair() -> anyhow::Result<()> {
-    let cluster = TestCluster::start().await;
-    cluster.create_web(&[]).await?;
-    for i in 0..3 {
-        cluster
-            .create_pod(&web_pod(&format!("web-{i}"), &format!("10.0.0.{i}")))
-            .await?;
-    }
-    let writer = cluster.run_controllers(options()).await;
-    cluster.wait_for_planned_slices(NS, "web").await;
-    let shadow = ShadowRun::start(&cluster, Duration::from_millis(300)).await;
+    let writer = Scenario::web(web_pods(3))
+        .start(options())
+        .planned_slices("web")
+        .run()
+        .await?;
+    let cluster = &writer.cluster;
+    let shadow = ShadowRun::start(cluster, Duration::from_millis(300)).await;
 
     // The writer can no longer write slices; someone drops an endpoint by hand.
     cluster.faults().fail("update", "endpointslices", 1.0);
@@ -180,7 +142,7 @@ async fn shadow_reports_a_foreign_edit_the_writer_cannot_repair() -> anyhow::Res
     );
     assert_eq!(shadow.writes(), 0, "the shadow sent {:?}", shadow.sent);
     cluster.faults().clear();
-    shadow.stop().await;
+    shadow.controllers.stop().await;
     writer.stop().await;
     Ok(())
 }

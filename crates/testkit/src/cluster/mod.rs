@@ -1,33 +1,32 @@
 //! The test cluster: one embedded API server per test, an in-process kube client, the
 //! controllers running in a task, typed access to the objects, and waits on what they hold.
 
+mod plan;
+mod read;
+
 use std::fmt::Debug;
 
-use anyhow::Context;
 use apiserver::{ApiServer, Faults};
 use controller::config::Settings;
 use controller::health::Readiness;
 use controller::Options;
-use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Endpoints, Event, Namespace, Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use prometheus::proto::MetricType;
 use prometheus::Registry;
-use reconcile::labels::{SERVICE_NAME, SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY};
+use reconcile::labels::{MIRRORING_CONTROLLER_NAME, SLICE_CONTROLLER_NAME};
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::build::{node, ready_condition, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE};
+use crate::wait::{init_logs, until, within};
+
 /// Where `run` keeps its leader-election Lease by default.
 const LEASE_NAMESPACE: &str = "kube-system";
 const LEASE_NAME: &str = "kube-endpoints";
-
-use crate::build::{node, ready_condition, NodeBuilder, PodBuilder, ServiceBuilder, DEFAULT_NODE};
-use crate::inspect::pretty;
-use crate::wait::{eventually, eventually_on, init_logs, within};
-use reconcile::compare::{differences, Objects, Rules, Sides};
 
 /// The Endpoints and EndpointSlice controllers with kube-controller-manager's defaults,
 /// leader election off.
@@ -66,6 +65,33 @@ pub fn endpoints_only() -> Options {
     Options {
         endpoint_slices: false,
         ..options()
+    }
+}
+
+/// The controller whose managed-by label a slice carries.
+#[derive(Debug, Clone, Copy)]
+pub enum Manager {
+    /// The EndpointSlice controller, for Services with a selector.
+    EndpointSlice,
+    /// The EndpointSlice mirroring controller, for hand-written Endpoints.
+    Mirroring,
+}
+
+impl Manager {
+    /// The value of the managed-by label.
+    fn name(self) -> &'static str {
+        match self {
+            Manager::EndpointSlice => SLICE_CONTROLLER_NAME,
+            Manager::Mirroring => MIRRORING_CONTROLLER_NAME,
+        }
+    }
+
+    /// The controller's counter of the slices it wrote, by `operation`.
+    pub fn changes_metric(self) -> &'static str {
+        match self {
+            Manager::EndpointSlice => "endpoint_slice_controller_changes",
+            Manager::Mirroring => "endpoint_slice_mirroring_controller_changes",
+        }
     }
 }
 
@@ -119,6 +145,18 @@ impl Controllers {
             .expect("the controller task panicked")
             .expect("the controllers failed");
     }
+}
+
+/// [`controller::run`] owning what it borrows, so that it can be spawned as a task.
+async fn run_owning(
+    clients: controller::Clients,
+    options: Options,
+    registry: Registry,
+    readiness: Readiness,
+    shutdown: CancellationToken,
+) -> Result<(), controller::RunError> {
+    let activity = controller::Activity::new();
+    controller::run(clients, &options, &registry, readiness, activity, shutdown).await
 }
 
 /// The sum of the series of a counter or gauge in `registry` whose labels include `labels`.
@@ -247,23 +285,14 @@ impl TestCluster {
         let shutdown = CancellationToken::new();
         let registry = Registry::new();
         let readiness = Readiness::new();
-        let activity = controller::Activity::new();
-        let task = tokio::spawn({
-            let (registry, readiness, activity, shutdown) = (
-                registry.clone(),
-                readiness.clone(),
-                activity.clone(),
-                shutdown.clone(),
-            );
-            async move {
-                controller::run(clients, &options, &registry, readiness, activity, shutdown).await
-            }
-        });
-        eventually("the informers to sync", || {
-            let ready = readiness.is_ready();
-            async move { ready.then_some(()).ok_or_else(|| "not ready".to_owned()) }
-        })
-        .await;
+        let task = tokio::spawn(run_owning(
+            clients,
+            options,
+            registry.clone(),
+            readiness.clone(),
+            shutdown.clone(),
+        ));
+        until("the informers to sync", || readiness.is_ready()).await;
         Controllers {
             shutdown,
             task,
@@ -324,7 +353,7 @@ impl TestCluster {
     pub async fn create_service(&self, service: &ServiceBuilder) -> anyhow::Result<Service> {
         let object: Service = serde_json::from_value(service.to_json())?;
         Ok(self
-            .services(&service.namespace)
+            .services(&service.meta.namespace)
             .create(&PostParams::default(), &object)
             .await?)
     }
@@ -341,12 +370,16 @@ impl TestCluster {
     /// Creates a Pod, then writes its status (IPs, phase, readiness) through the status
     /// subresource, as a kubelet would.
     pub async fn create_pod(&self, pod: &PodBuilder) -> anyhow::Result<Pod> {
-        let api = self.pods(&pod.namespace);
+        let api = self.pods(&pod.meta.namespace);
         let object: Pod = serde_json::from_value(pod.to_json())?;
         api.create(&PostParams::default(), &object).await?;
         let status = json!({"status": pod.status_json()});
         Ok(api
-            .patch_status(&pod.name, &PatchParams::default(), &Patch::Merge(&status))
+            .patch_status(
+                &pod.meta.name,
+                &PatchParams::default(),
+                &Patch::Merge(&status),
+            )
             .await?)
     }
 
@@ -445,296 +478,5 @@ impl TestCluster {
             .delete(name, &DeleteParams::default())
             .await?;
         Ok(())
-    }
-
-    // ---- reads and waits ----
-
-    /// The slices labelled for `service` and managed by the EndpointSlice controller.
-    pub async fn managed_slices(
-        &self,
-        ns: &str,
-        service: &str,
-    ) -> anyhow::Result<Vec<EndpointSlice>> {
-        let mut slices: Vec<EndpointSlice> = self
-            .slices(ns)
-            .list(&ListParams::default())
-            .await?
-            .items
-            .into_iter()
-            .filter(|s| {
-                let labels = s.metadata.labels.as_ref();
-                labels.and_then(|l| l.get(SERVICE_NAME)).map(String::as_str) == Some(service)
-                    && labels
-                        .and_then(|l| l.get(SLICE_MANAGED_BY))
-                        .map(String::as_str)
-                        == Some(SLICE_CONTROLLER_NAME)
-            })
-            .collect();
-        slices.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        Ok(slices)
-    }
-
-    /// Waits until the managed slices of `service` satisfy `done`, and returns them.
-    pub async fn wait_for_slices(
-        &self,
-        ns: &str,
-        service: &str,
-        what: &str,
-        done: impl Fn(&[EndpointSlice]) -> bool,
-    ) -> Vec<EndpointSlice> {
-        let what = format!("slices of {ns}/{service}: {what}");
-        self.eventually(&what, || {
-            let listed = self.managed_slices(ns, service);
-            let done = &done;
-            async move {
-                let slices = listed.await.map_err(|e| e.to_string())?;
-                if done(&slices) {
-                    Ok(slices)
-                } else {
-                    Err(pretty(&slices))
-                }
-            }
-        })
-        .await
-    }
-
-    /// Retries `probe` each time the server stores a write, until it returns `Ok`
-    /// ([`crate::wait::eventually_on`]).
-    pub async fn eventually<T, F, Fut>(&self, what: &str, probe: F) -> T
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<T, String>>,
-    {
-        eventually_on(self.server.changes(), what, probe).await
-    }
-
-    /// Waits until kube-endpoints' Lease (`kube-system/kube-endpoints`) names `identity` as
-    /// its holder, and returns it.
-    pub async fn wait_for_lease_holder(&self, identity: &str) -> Lease {
-        let api: Api<Lease> = Api::namespaced(self.client.clone(), LEASE_NAMESPACE);
-        self.eventually(&format!("{identity} to hold the Lease"), || {
-            let api = api.clone();
-            async move {
-                let lease = api.get_opt(LEASE_NAME).await.map_err(|e| e.to_string())?;
-                let holder = lease
-                    .as_ref()
-                    .and_then(|l| l.spec.as_ref())
-                    .and_then(|s| s.holder_identity.clone());
-                match lease {
-                    Some(lease) if holder.as_deref() == Some(identity) => Ok(lease),
-                    _ => Err(format!("holder {holder:?}")),
-                }
-            }
-        })
-        .await
-    }
-
-    /// The Endpoints object named `name`, if it exists.
-    pub async fn get_endpoints(&self, ns: &str, name: &str) -> anyhow::Result<Option<Endpoints>> {
-        Ok(self.endpoints(ns).get_opt(name).await?)
-    }
-
-    /// Waits until the Endpoints object `name` (or its absence) satisfies `done`.
-    pub async fn wait_for_endpoints(
-        &self,
-        ns: &str,
-        name: &str,
-        what: &str,
-        done: impl Fn(Option<&Endpoints>) -> bool,
-    ) -> Option<Endpoints> {
-        let what = format!("Endpoints {ns}/{name}: {what}");
-        self.eventually(&what, || {
-            let got = self.get_endpoints(ns, name);
-            let done = &done;
-            async move {
-                let endpoints = got.await.map_err(|e| e.to_string())?;
-                if done(endpoints.as_ref()) {
-                    Ok(endpoints)
-                } else {
-                    Err(pretty(&endpoints))
-                }
-            }
-        })
-        .await
-    }
-
-    /// Waits until an Event with `reason` about `involved` exists in `ns`, and returns it.
-    pub async fn wait_for_event(&self, ns: &str, involved: &str, reason: &str) -> Event {
-        let what = format!("an event {reason} about {ns}/{involved}");
-        self.eventually(&what, || {
-            let api = self.events(ns);
-            async move {
-                let events = api
-                    .list(&ListParams::default())
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .items;
-                events
-                    .iter()
-                    .find(|e| {
-                        e.reason.as_deref() == Some(reason)
-                            && e.involved_object.name.as_deref() == Some(involved)
-                    })
-                    .cloned()
-                    .ok_or_else(|| {
-                        let seen: Vec<_> = events
-                            .iter()
-                            .map(|e| (e.reason.clone(), e.involved_object.name.clone()))
-                            .collect();
-                        format!("{seen:?}")
-                    })
-            }
-        })
-        .await
-    }
-
-    // ---- what the controllers should converge to ----
-
-    /// A fresh server holding this one's namespaces, nodes, Services and Pods (no Endpoints or
-    /// slices), on which the controllers ran until they settled: what they write for the
-    /// stored objects from scratch, through the same code path `plan` uses.
-    pub async fn rerun_from_scratch(
-        &self,
-        max_endpoints_per_slice: u32,
-    ) -> anyhow::Result<TestCluster> {
-        let mut objects: Vec<Value> = Vec::new();
-        objects.extend(values_of(self.namespaces()).await?);
-        objects.extend(values_of(self.nodes()).await?);
-        objects.extend(values_of(Api::<Service>::all(self.client.clone())).await?);
-        objects.extend(values_of(Api::<Pod>::all(self.client.clone())).await?);
-        let (server, client) = crate::server::start();
-        server.apply_objects(objects)?;
-        let fresh = TestCluster { server, client };
-        let options = Options {
-            settings: Settings {
-                max_endpoints_per_slice,
-                ..Settings::default()
-            },
-            ..options()
-        };
-        // The code path `plan` runs, with its settle wait.
-        kubectl_endpoints::plan::run_until_settled(&fresh.server, fresh.client.clone(), &options)
-            .await
-            .context("running the controllers on the copy")?;
-        Ok(fresh)
-    }
-
-    /// The slices the controllers write for the Service as it is stored now, from scratch.
-    pub async fn planned_slices(
-        &self,
-        ns: &str,
-        service: &str,
-        max_endpoints_per_slice: u32,
-    ) -> anyhow::Result<Vec<EndpointSlice>> {
-        self.rerun_from_scratch(max_endpoints_per_slice)
-            .await?
-            .managed_slices(ns, service)
-            .await
-    }
-
-    /// The Endpoints object the controllers write for the Service as stored now, from scratch.
-    pub async fn planned_endpoints(&self, ns: &str, service: &str) -> anyhow::Result<Endpoints> {
-        self.rerun_from_scratch(100)
-            .await?
-            .get_endpoints(ns, service)
-            .await?
-            .ok_or_else(|| anyhow::anyhow!("no Endpoints {ns}/{service} from scratch"))
-    }
-
-    /// Waits until the managed slices of `service` equal, by [`Rules::Planned`],
-    /// what `plan_slices` computes for the stored objects from scratch.
-    pub async fn wait_for_planned_slices(&self, ns: &str, service: &str) {
-        self.wait_for_planned_slices_with(ns, service, 100).await;
-    }
-
-    /// [`Self::wait_for_planned_slices`] for a controller run with another
-    /// `--max-endpoints-per-slice`.
-    pub async fn wait_for_planned_slices_with(
-        &self,
-        ns: &str,
-        service: &str,
-        max_endpoints_per_slice: u32,
-    ) {
-        let what = format!("slices of {ns}/{service} to equal the plan from scratch");
-        self.eventually(&what, || async move {
-            let planned = self
-                .planned_slices(ns, service, max_endpoints_per_slice)
-                .await
-                .map_err(|e| e.to_string())?;
-            let live = self
-                .managed_slices(ns, service)
-                .await
-                .map_err(|e| e.to_string())?;
-            let uid = self
-                .services(ns)
-                .get(service)
-                .await
-                .map_err(|e| e.to_string())?
-                .metadata
-                .uid;
-            if let Some(foreign) = live.iter().find(|s| {
-                !s.metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .any(|o| Some(&o.uid) == uid.as_ref())
-            }) {
-                return Err(format!(
-                    "slice {:?} is not owned by the Service's uid {uid:?}",
-                    foreign.metadata.name
-                ));
-            }
-            differences_from_plan(&Objects::of_slices(&live), &Objects::of_slices(&planned))
-        })
-        .await;
-    }
-
-    /// Waits until the Endpoints object of `service` equals, by [`Rules::Planned`],
-    /// what `plan_endpoints` computes for the stored objects from scratch.
-    pub async fn wait_for_planned_endpoints(&self, ns: &str, service: &str) {
-        let what = format!("Endpoints {ns}/{service} to equal the plan from scratch");
-        self.eventually(&what, || async move {
-            let planned = self
-                .planned_endpoints(ns, service)
-                .await
-                .map_err(|e| e.to_string())?;
-            let live = self
-                .get_endpoints(ns, service)
-                .await
-                .map_err(|e| e.to_string())?;
-            differences_from_plan(
-                &Objects::of_endpoints(live.as_ref()),
-                &Objects::of_endpoints([&planned]),
-            )
-        })
-        .await;
-    }
-}
-
-/// Every object `api` lists, as JSON.
-async fn values_of<K>(api: Api<K>) -> anyhow::Result<Vec<Value>>
-where
-    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + Debug,
-{
-    let list = api.list(&ListParams::default()).await?;
-    Ok(list
-        .items
-        .iter()
-        .map(serde_json::to_value)
-        .collect::<Result<_, _>>()?)
-}
-
-/// `Ok` when the live objects equal the plan from scratch by [`Rules::Planned`], else each
-/// difference on a line, labelled live and plan.
-fn differences_from_plan(live: &Objects<'_>, plan: &Objects<'_>) -> Result<(), String> {
-    let found = differences(live, plan, Rules::Planned, Sides::PLAN);
-    if found.is_empty() {
-        Ok(())
-    } else {
-        Err(found
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n"))
     }
 }
