@@ -302,7 +302,7 @@ fn release_if_unblocked(
         .cloned()
         .collect();
     set_meta(&mut released, "finalizers", Value::Array(rest));
-    if let Err(e) = update(cluster, resource, namespace, name, released, false) {
+    if let Err(e) = update(cluster, resource, namespace, name, released, false, None) {
         tracing::warn!(resource = resource.plural, namespace, name, error = %e,
             "releasing an owner deleted in the foreground failed");
     }

@@ -165,7 +165,8 @@ fn create_one(
         Some(existing) => existing,
         None => {
             let ns = resource.namespaced.then_some(namespace.as_str());
-            let created = create(cluster, resource, ns, object).map_err(|e| loaded.rejected(e))?;
+            let created =
+                create(cluster, resource, ns, object, None).map_err(|e| loaded.rejected(e))?;
             loaded.name = meta_str(&created, "name").unwrap_or_default().to_owned();
             created
         }
@@ -266,6 +267,7 @@ fn load(shared: &Shared, objects: Vec<Value>, lenient: bool) -> Result<LoadRepor
                 &item.name,
                 body,
                 true,
+                None,
             )
             .map(drop)
             .map_err(|e| item.rejected(e));
