@@ -11,7 +11,7 @@ use crate::defaults::{
 use crate::random::Stamps;
 use crate::resources::{GenerationRule, Resource};
 use crate::status::ApiError;
-use crate::store::{meta_str, remove_meta, set_meta, Store};
+use crate::store::{meta_list, meta_str, remove_meta, set_meta, Store};
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::{json, Value};
@@ -29,11 +29,7 @@ pub fn is_terminating(object: &Value) -> bool {
 
 /// Whether the object still has finalizers.
 pub fn has_finalizers(object: &Value) -> bool {
-    object
-        .get("metadata")
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-        .is_some_and(|f| !f.is_empty())
+    !meta_list(object, "finalizers").is_empty()
 }
 
 /// Checks that a request body is an object of the resource's kind and returns it.

@@ -13,7 +13,7 @@ use crate::resources::{self, Resource};
 use crate::rest::{create, delete, update, DeleteOptions};
 use crate::state::{Cluster, Shared};
 use crate::status::ApiError;
-use crate::store::{meta_str, remove_meta, set_meta};
+use crate::store::{meta_list, meta_str, remove_meta, set_meta};
 use serde_json::{json, Value};
 use uids::{remap_references, UidMap};
 
@@ -115,12 +115,7 @@ fn create_one(
         .map(|_| {
             let grace =
                 remove_meta(&mut object, "deletionGracePeriodSeconds").and_then(|g| g.as_i64());
-            let mut finalizers = object
-                .get("metadata")
-                .and_then(|m| m.get("finalizers"))
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
+            let mut finalizers = meta_list(&object, "finalizers").to_vec();
             if !finalizers.iter().any(|f| f == HOLD_FINALIZER) {
                 finalizers.push(json!(HOLD_FINALIZER));
             }

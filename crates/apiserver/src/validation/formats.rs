@@ -20,6 +20,9 @@ const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', 
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
+/// A format check: the problems of a value, as upstream's messages; empty when it is fine.
+pub(crate) type Rule = fn(&str) -> Vec<String>;
+
 /// Longest DNS label.
 const LABEL_MAX: usize = 63;
 /// Longest DNS subdomain.
