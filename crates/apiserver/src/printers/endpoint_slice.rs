@@ -54,27 +54,31 @@ mod tests {
 
     #[test]
     fn slice_cells_list_ports_and_addresses_or_unset() {
-        let slice = json!({
-            "metadata": {"name": "web-abc"},
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": 80}, {"name": "any"}],
-            "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": ["10.0.0.2"]},
-                {"addresses": ["10.0.0.3"]}, {"addresses": ["10.0.0.4"]}],
-        });
-        assert_eq!(
-            printed(cells, slice),
-            json!([
-                "web-abc",
-                "IPv4",
-                "80,any",
-                "10.0.0.1,10.0.0.2,10.0.0.3 + 1 more...",
-                "<unknown>"
-            ])
-        );
-        let empty = json!({"metadata": {"name": "e"}, "addressType": "IPv4", "endpoints": []});
-        assert_eq!(
-            printed(cells, empty),
-            json!(["e", "IPv4", "<unset>", "<unset>", "<unknown>"])
-        );
+        // Each slice with the row kube-apiserver prints for it.
+        let cases = [
+            (
+                json!({
+                    "metadata": {"name": "web-abc"},
+                    "addressType": "IPv4",
+                    "ports": [{"name": "http", "port": 80}, {"name": "any"}],
+                    "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": ["10.0.0.2"]},
+                        {"addresses": ["10.0.0.3"]}, {"addresses": ["10.0.0.4"]}],
+                }),
+                json!([
+                    "web-abc",
+                    "IPv4",
+                    "80,any",
+                    "10.0.0.1,10.0.0.2,10.0.0.3 + 1 more...",
+                    "<unknown>"
+                ]),
+            ),
+            (
+                json!({"metadata": {"name": "e"}, "addressType": "IPv4", "endpoints": []}),
+                json!(["e", "IPv4", "<unset>", "<unset>", "<unknown>"]),
+            ),
+        ];
+        for (slice, row) in cases {
+            assert_eq!(printed(cells, slice), row);
+        }
     }
 }
