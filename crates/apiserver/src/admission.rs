@@ -11,7 +11,7 @@ use crate::defaults::{
 use crate::random::Stamps;
 use crate::resources::{GenerationRule, Resource};
 use crate::status::ApiError;
-use crate::store::{meta_str, remove_meta, set_meta, Store};
+use crate::store::{meta_list, meta_str, remove_meta, set_meta, Store};
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::{json, Value};
@@ -29,11 +29,7 @@ pub fn is_terminating(object: &Value) -> bool {
 
 /// Whether the object still has finalizers.
 pub fn has_finalizers(object: &Value) -> bool {
-    object
-        .get("metadata")
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-        .is_some_and(|f| !f.is_empty())
+    !meta_list(object, "finalizers").is_empty()
 }
 
 /// Checks that a request body is an object of the resource's kind and returns it.
@@ -355,10 +351,44 @@ mod tests {
         )
     }
 
+    fn pods() -> &'static Resource {
+        find("", "v1", "pods").unwrap()
+    }
+
+    fn slices() -> &'static Resource {
+        find("discovery.k8s.io", "v1", "endpointslices").unwrap()
+    }
+
+    /// Slice `s` of type IPv4 holding `endpoints`.
+    fn slice(endpoints: Value) -> Value {
+        json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": endpoints})
+    }
+
+    /// An update of the main resource from `old` to `object`.
+    fn update(resource: &Resource, old: &Value, object: Value) -> Result<Value, ApiError> {
+        prepare_update(
+            resource,
+            old,
+            object,
+            false,
+            &mut ClusterIpAllocator::default(),
+        )
+    }
+
+    /// An update of the status subresource from `old` to `object`.
+    fn update_status(resource: &Resource, old: &Value, object: Value) -> Result<Value, ApiError> {
+        prepare_update(
+            resource,
+            old,
+            object,
+            true,
+            &mut ClusterIpAllocator::default(),
+        )
+    }
+
     #[test]
     fn generate_name_appends_five_characters() {
-        let pods = find("", "v1", "pods").unwrap();
-        let pod = create(pods, json!({"metadata": {"generateName": "web-"}})).unwrap();
+        let pod = create(pods(), json!({"metadata": {"generateName": "web-"}})).unwrap();
         let name = meta_str(&pod, "name").unwrap();
         assert!(name.starts_with("web-") && name.len() == 9, "{name}");
         assert_eq!(meta_str(&pod, "namespace"), Some("default"));
@@ -368,100 +398,47 @@ mod tests {
 
     #[test]
     fn create_without_a_name_is_invalid() {
-        let pods = find("", "v1", "pods").unwrap();
-        let err = create(pods, json!({"metadata": {}})).unwrap_err();
+        let err = create(pods(), json!({"metadata": {}})).unwrap_err();
         assert_eq!((err.code(), err.reason()), (422, "Invalid"));
     }
 
     #[test]
     fn create_ignores_pod_status_and_starts_slices_at_generation_one() {
-        let pods = find("", "v1", "pods").unwrap();
-        let pod = create(
-            pods,
-            json!({"metadata": {"name": "p"}, "status": {"podIP": "10.0.0.1"}}),
-        )
-        .unwrap();
+        let pod = json!({"metadata": {"name": "p"}, "status": {"podIP": "10.0.0.1"}});
+        let pod = create(pods(), pod).unwrap();
         assert_eq!(pod["status"], json!({"phase": "Pending"}));
-        let slices = find("discovery.k8s.io", "v1", "endpointslices").unwrap();
-        let slice = create(
-            slices,
-            json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": []}),
-        )
-        .unwrap();
+        let slice = create(slices(), slice(json!([]))).unwrap();
         assert_eq!(slice["metadata"]["generation"], 1);
     }
 
     #[test]
     fn slice_generation_bumps_when_anything_but_metadata_changes() {
-        let slices = find("discovery.k8s.io", "v1", "endpointslices").unwrap();
-        let ips = &mut ClusterIpAllocator::default();
-        let old = create(
-            slices,
-            json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": []}),
-        )
-        .unwrap();
-        let relabelled = prepare_update(
-            slices,
-            &old,
-            json!({"metadata": {"name": "s", "labels": {"a": "b"}}, "addressType": "IPv4", "endpoints": []}),
-            false,
-            ips,
-        )
-        .unwrap();
+        let old = create(slices(), slice(json!([]))).unwrap();
+        let mut relabel = slice(json!([]));
+        relabel["metadata"]["labels"] = json!({"a": "b"});
+        let relabelled = update(slices(), &old, relabel).unwrap();
         assert_eq!(relabelled["metadata"]["generation"], 1);
-        let changed = prepare_update(
-            slices,
-            &old,
-            json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"]}]}),
-            false,
-            ips,
-        )
-        .unwrap();
+        let more = slice(json!([{"addresses": ["10.0.0.1"]}]));
+        let changed = update(slices(), &old, more).unwrap();
         assert_eq!(changed["metadata"]["generation"], 2);
     }
 
     #[test]
     fn main_resource_update_keeps_status_and_status_update_keeps_spec() {
-        let pods = find("", "v1", "pods").unwrap();
-        let ips = &mut ClusterIpAllocator::default();
-        let old = create(
-            pods,
-            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}),
-        )
-        .unwrap();
-        let main = prepare_update(
-            pods,
-            &old,
-            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running"}}),
-            false,
-            ips,
-        )
-        .unwrap();
+        let old = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}});
+        let old = create(pods(), old).unwrap();
+        let running = |containers: Value| json!({"metadata": {"name": "p"}, "spec": {"containers": containers}, "status": {"phase": "Running"}});
+        let main = update(pods(), &old, running(json!([{"name": "c"}]))).unwrap();
         assert_eq!(main["status"]["phase"], "Pending");
-        let status = prepare_update(
-            pods,
-            &old,
-            json!({"metadata": {"name": "p"}, "spec": {"containers": []}, "status": {"phase": "Running"}}),
-            true,
-            ips,
-        )
-        .unwrap();
+        let status = update_status(pods(), &old, running(json!([]))).unwrap();
         assert_eq!(status["status"]["phase"], "Running");
         assert_eq!(status["spec"]["containers"][0]["name"], "c");
     }
 
     #[test]
     fn update_cannot_rename() {
-        let pods = find("", "v1", "pods").unwrap();
-        let old = create(pods, json!({"metadata": {"name": "p"}})).unwrap();
-        let err = prepare_update(
-            pods,
-            &old,
-            json!({"metadata": {"name": "q"}}),
-            false,
-            &mut ClusterIpAllocator::default(),
-        )
-        .unwrap_err();
+        let old = create(pods(), json!({"metadata": {"name": "p"}})).unwrap();
+        let err = update(pods(), &old, json!({"metadata": {"name": "q"}})).unwrap_err();
         assert_eq!(err.code(), 400);
     }
 }

@@ -16,7 +16,7 @@ use crate::admission::is_terminating;
 use crate::resources::{self, Resource};
 use crate::rest::{delete, update, DeleteOptions};
 use crate::state::Cluster;
-use crate::store::{meta_str, remove_meta, set_meta};
+use crate::store::{meta_list, meta_str, remove_meta, set_meta};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -64,11 +64,7 @@ impl Dependent {
 }
 
 fn owner_references(object: &Value) -> &[Value] {
-    object
-        .get("metadata")
-        .and_then(|m| m.get("ownerReferences"))
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
+    meta_list(object, "ownerReferences")
 }
 
 /// Replaces the owner references; an empty list is dropped, as the API server serialises it.
@@ -85,11 +81,7 @@ fn reference_uid(reference: &Value) -> Option<&str> {
 }
 
 fn finalizers(object: &Value) -> &[Value] {
-    object
-        .get("metadata")
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
+    meta_list(object, "finalizers")
 }
 
 fn has_finalizer(object: &Value, finalizer: &str) -> bool {
@@ -302,7 +294,7 @@ fn release_if_unblocked(
         .cloned()
         .collect();
     set_meta(&mut released, "finalizers", Value::Array(rest));
-    if let Err(e) = update(cluster, resource, namespace, name, released, false) {
+    if let Err(e) = update(cluster, resource, namespace, name, released, false, None) {
         tracing::warn!(resource = resource.plural, namespace, name, error = %e,
             "releasing an owner deleted in the foreground failed");
     }

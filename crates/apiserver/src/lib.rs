@@ -207,7 +207,7 @@ impl ApiServer {
         shared.write(|cluster| {
             for name in INITIAL_NAMESPACES {
                 let ns = json!({"metadata": {"name": name}});
-                if let Err(e) = rest::create(cluster, resources::namespaces(), None, ns) {
+                if let Err(e) = rest::create(cluster, resources::namespaces(), None, ns, None) {
                     tracing::error!(namespace = name, error = %e, "creating an initial namespace failed");
                 }
             }

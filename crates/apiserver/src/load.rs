@@ -13,7 +13,7 @@ use crate::resources::{self, Resource};
 use crate::rest::{create, delete, update, DeleteOptions};
 use crate::state::{Cluster, Shared};
 use crate::status::ApiError;
-use crate::store::{meta_str, remove_meta, set_meta};
+use crate::store::{meta_list, meta_str, remove_meta, set_meta};
 use serde_json::{json, Value};
 use uids::{remap_references, UidMap};
 
@@ -115,12 +115,7 @@ fn create_one(
         .map(|_| {
             let grace =
                 remove_meta(&mut object, "deletionGracePeriodSeconds").and_then(|g| g.as_i64());
-            let mut finalizers = object
-                .get("metadata")
-                .and_then(|m| m.get("finalizers"))
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
+            let mut finalizers = meta_list(&object, "finalizers").to_vec();
             if !finalizers.iter().any(|f| f == HOLD_FINALIZER) {
                 finalizers.push(json!(HOLD_FINALIZER));
             }
@@ -165,7 +160,8 @@ fn create_one(
         Some(existing) => existing,
         None => {
             let ns = resource.namespaced.then_some(namespace.as_str());
-            let created = create(cluster, resource, ns, object).map_err(|e| loaded.rejected(e))?;
+            let created =
+                create(cluster, resource, ns, object, None).map_err(|e| loaded.rejected(e))?;
             loaded.name = meta_str(&created, "name").unwrap_or_default().to_owned();
             created
         }
@@ -266,6 +262,7 @@ fn load(shared: &Shared, objects: Vec<Value>, lenient: bool) -> Result<LoadRepor
                 &item.name,
                 body,
                 true,
+                None,
             )
             .map(drop)
             .map_err(|e| item.rejected(e));

@@ -367,6 +367,32 @@ mod tests {
         object
     }
 
+    /// `old` changed by the merge patch `change` in an Update by `manager` at `time`.
+    fn updated_by(manager: &str, time: &str, old: &Value, change: Value) -> Value {
+        let mut new = old.clone();
+        json_patch::merge(&mut new, &change);
+        writer(manager).record(Some(old), &mut new, "v", json!(time));
+        new
+    }
+
+    /// The slice kube-endpoints created at t1 with one endpoint, 10.0.0.1.
+    fn created_with_one_endpoint() -> Value {
+        created_by(
+            "kube-endpoints",
+            slice(json!([{"addresses": ["10.0.0.1"]}])),
+        )
+    }
+
+    /// `old` with its one endpoint moved to `ip` by `manager` at `time`.
+    fn moved(old: &Value, ip: &str, manager: &str, time: &str) -> Value {
+        updated_by(
+            manager,
+            time,
+            old,
+            json!({"endpoints": [{"addresses": [ip]}]}),
+        )
+    }
+
     #[test]
     fn the_manager_is_the_field_manager_parameter_else_the_user_agents_product() {
         assert_eq!(
@@ -387,10 +413,7 @@ mod tests {
 
     #[test]
     fn a_create_gives_its_manager_every_field_but_the_server_owned_ones() {
-        let object = created_by(
-            "kube-endpoints",
-            slice(json!([{"addresses": ["10.0.0.1"]}])),
-        );
+        let object = created_with_one_endpoint();
         let recorded = entries(&object);
         assert_eq!(recorded.len(), 1);
         assert_eq!(recorded[0]["manager"], "kube-endpoints");
@@ -411,13 +434,8 @@ mod tests {
 
     #[test]
     fn an_update_moves_the_changed_fields_to_its_manager() {
-        let old = created_by(
-            "kube-endpoints",
-            slice(json!([{"addresses": ["10.0.0.1"]}])),
-        );
-        let mut new = old.clone();
-        new["endpoints"] = json!([{"addresses": ["10.0.0.2"]}]);
-        writer("kube-controller-manager").record(Some(&old), &mut new, "v1", json!("t2"));
+        let old = created_with_one_endpoint();
+        let new = moved(&old, "10.0.0.2", "kube-controller-manager", "t2");
         let recorded = entries(&new);
         assert_eq!(recorded.len(), 2, "{recorded:#?}");
         assert_eq!(recorded[0]["manager"], "kube-endpoints");
@@ -430,16 +448,9 @@ mod tests {
 
     #[test]
     fn a_manager_that_loses_all_its_fields_is_dropped() {
-        let old = created_by(
-            "kube-endpoints",
-            slice(json!([{"addresses": ["10.0.0.1"]}])),
-        );
-        let mut foreign = old.clone();
-        foreign["endpoints"] = json!([{"addresses": ["10.0.0.2"]}]);
-        writer("kube-controller-manager").record(Some(&old), &mut foreign, "v", json!("t2"));
-        let mut reverted = foreign.clone();
-        reverted["endpoints"] = json!([{"addresses": ["10.0.0.1"]}]);
-        writer("kube-endpoints").record(Some(&foreign), &mut reverted, "v", json!("t3"));
+        let old = created_with_one_endpoint();
+        let foreign = moved(&old, "10.0.0.2", "kube-controller-manager", "t2");
+        let reverted = moved(&foreign, "10.0.0.1", "kube-endpoints", "t3");
         let recorded = entries(&reverted);
         assert_eq!(recorded.len(), 1, "{recorded:#?}");
         assert_eq!(recorded[0]["manager"], "kube-endpoints");
@@ -449,9 +460,8 @@ mod tests {
     #[test]
     fn a_label_edit_owns_only_the_label() {
         let old = created_by("kube-endpoints", slice(json!([])));
-        let mut new = old.clone();
-        new["metadata"]["labels"]["team"] = json!("a");
-        writer("kubectl-label").record(Some(&old), &mut new, "v", json!("t2"));
+        let label = json!({"metadata": {"labels": {"team": "a"}}});
+        let new = updated_by("kubectl-label", "t2", &old, label);
         let recorded = entries(&new);
         assert_eq!(
             recorded[1]["fieldsV1"],
@@ -466,9 +476,8 @@ mod tests {
     #[test]
     fn a_write_that_changes_nothing_keeps_the_entries_and_their_times() {
         let old = created_by("kube-endpoints", slice(json!([])));
-        let mut new = old.clone();
-        new["metadata"]["resourceVersion"] = json!("6");
-        writer("kube-controller-manager").record(Some(&old), &mut new, "v", json!("t2"));
+        let bump = json!({"metadata": {"resourceVersion": "6"}});
+        let new = updated_by("kube-controller-manager", "t2", &old, bump);
         assert_eq!(entries(&new), entries(&old));
     }
 
@@ -509,9 +518,8 @@ mod tests {
     #[test]
     fn managed_fields_sent_with_a_write_replace_the_recorded_ones() {
         let old = created_by("kube-endpoints", slice(json!([])));
-        let mut new = old.clone();
-        new["metadata"]["managedFields"] = json!([{}]);
-        writer("kubectl-edit").record(Some(&old), &mut new, "v", json!("t2"));
+        let sent = json!({"metadata": {"managedFields": [{}]}});
+        let new = updated_by("kubectl-edit", "t2", &old, sent);
         assert!(new["metadata"].get("managedFields").is_none(), "{new:#}");
     }
 

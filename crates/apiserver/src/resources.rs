@@ -4,6 +4,7 @@
 //! once. That rejects bodies of the wrong shape with a 400, drops unknown fields the way the
 //! real API server prunes them, and makes what clients read back decode cleanly.
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -47,127 +48,100 @@ pub struct Resource {
 
 /// Every resource the server serves, grouped by API group in discovery order.
 pub static RESOURCES: &[Resource] = &[
-    Resource {
-        group: "",
-        version: "v1",
-        plural: "namespaces",
-        singular: "namespace",
-        kind: "Namespace",
-        namespaced: false,
-        short_names: &["ns"],
-        status: true,
-        generation: GenerationRule::None,
-        create_on_update: false,
-    },
-    Resource {
-        group: "",
-        version: "v1",
-        plural: "nodes",
-        singular: "node",
-        kind: "Node",
-        namespaced: false,
-        short_names: &["no"],
-        status: true,
-        generation: GenerationRule::None,
-        create_on_update: false,
-    },
-    Resource {
-        group: "",
-        version: "v1",
-        plural: "pods",
-        singular: "pod",
-        kind: "Pod",
-        namespaced: true,
-        short_names: &["po"],
-        status: true,
-        generation: GenerationRule::None,
-        create_on_update: false,
-    },
-    Resource {
-        group: "",
-        version: "v1",
-        plural: "services",
-        singular: "service",
-        kind: "Service",
-        namespaced: true,
-        short_names: &["svc"],
-        status: true,
-        generation: GenerationRule::Spec,
-        create_on_update: false,
-    },
-    Resource {
-        group: "",
-        version: "v1",
-        plural: "endpoints",
-        singular: "endpoints",
-        kind: "Endpoints",
-        namespaced: true,
-        short_names: &["ep"],
-        status: false,
-        generation: GenerationRule::None,
-        create_on_update: true,
-    },
-    Resource {
-        group: "",
-        version: "v1",
-        plural: "events",
-        singular: "event",
-        kind: "Event",
-        namespaced: true,
-        short_names: &["ev"],
-        status: false,
-        generation: GenerationRule::None,
-        create_on_update: true,
-    },
-    Resource {
-        group: "",
-        version: "v1",
-        plural: "serviceaccounts",
-        singular: "serviceaccount",
-        kind: "ServiceAccount",
-        namespaced: true,
-        short_names: &["sa"],
-        status: false,
-        generation: GenerationRule::None,
-        create_on_update: false,
-    },
-    Resource {
-        group: "discovery.k8s.io",
-        version: "v1",
-        plural: "endpointslices",
-        singular: "endpointslice",
-        kind: "EndpointSlice",
-        namespaced: true,
-        short_names: &[],
-        status: false,
-        generation: GenerationRule::AllButMetadata,
-        create_on_update: false,
-    },
-    Resource {
-        group: "events.k8s.io",
-        version: "v1",
-        plural: "events",
-        singular: "event",
-        kind: "Event",
-        namespaced: true,
-        short_names: &["ev"],
-        status: false,
-        generation: GenerationRule::None,
-        create_on_update: true,
-    },
-    Resource {
-        group: "coordination.k8s.io",
-        version: "v1",
-        plural: "leases",
-        singular: "lease",
-        kind: "Lease",
-        namespaced: true,
-        short_names: &[],
-        status: false,
-        generation: GenerationRule::None,
-        create_on_update: true,
-    },
+    Resource::v1("", "namespaces", "namespace", "Namespace", &["ns"])
+        .cluster_scoped()
+        .with_status(),
+    Resource::v1("", "nodes", "node", "Node", &["no"])
+        .cluster_scoped()
+        .with_status(),
+    Resource::v1("", "pods", "pod", "Pod", &["po"]).with_status(),
+    Resource::v1("", "services", "service", "Service", &["svc"])
+        .with_status()
+        .generation(GenerationRule::Spec),
+    Resource::v1("", "endpoints", "endpoints", "Endpoints", &["ep"]).created_by_put(),
+    Resource::v1("", "events", "event", "Event", &["ev"]).created_by_put(),
+    Resource::v1(
+        "",
+        "serviceaccounts",
+        "serviceaccount",
+        "ServiceAccount",
+        &["sa"],
+    ),
+    Resource::v1(
+        "discovery.k8s.io",
+        "endpointslices",
+        "endpointslice",
+        "EndpointSlice",
+        &[],
+    )
+    .generation(GenerationRule::AllButMetadata),
+    Resource::v1("events.k8s.io", "events", "event", "Event", &["ev"]).created_by_put(),
+    Resource::v1("coordination.k8s.io", "leases", "lease", "Lease", &[]).created_by_put(),
 ];
+
+/// Something done with the k8s-openapi type of a served kind, which
+/// [`Resource::with_type`] picks: the one table from kinds to their types.
+pub(crate) trait WithType {
+    /// What the action gives.
+    type Output;
+    /// Does the action with `T`, the type of the kind.
+    fn with<T: DeserializeOwned + Serialize + JsonSchema>(self) -> Self::Output;
+}
+
+/// How the table's rows are written.
+impl Resource {
+    /// A namespaced resource of `group`'s `v1`, without a status subresource, a generation or
+    /// creation by PUT; the setters below add what a kind has.
+    const fn v1(
+        group: &'static str,
+        plural: &'static str,
+        singular: &'static str,
+        kind: &'static str,
+        short_names: &'static [&'static str],
+    ) -> Self {
+        Self {
+            group,
+            version: "v1",
+            plural,
+            singular,
+            kind,
+            namespaced: true,
+            short_names,
+            status: false,
+            generation: GenerationRule::None,
+            create_on_update: false,
+        }
+    }
+
+    /// Objects of the resource live outside namespaces.
+    const fn cluster_scoped(self) -> Self {
+        Self {
+            namespaced: false,
+            ..self
+        }
+    }
+
+    /// The resource has a `/status` subresource.
+    const fn with_status(self) -> Self {
+        Self {
+            status: true,
+            ..self
+        }
+    }
+
+    /// The resource keeps `metadata.generation` by `generation`.
+    const fn generation(self, generation: GenerationRule) -> Self {
+        Self { generation, ..self }
+    }
+
+    /// A PUT to a missing object creates it.
+    const fn created_by_put(self) -> Self {
+        Self {
+            create_on_update: true,
+            ..self
+        }
+    }
+}
 
 impl Resource {
     /// `v1` for the core group, `group/version` otherwise.
@@ -196,26 +170,40 @@ impl Resource {
     /// Passes an object through its k8s-openapi type, which checks its shape and sets
     /// `apiVersion` and `kind`. Returns the serde message on a body of the wrong shape.
     pub(crate) fn normalize(&self, value: Value) -> Result<Value, String> {
-        use k8s_openapi::api;
-        match (self.group, self.kind) {
-            ("", "Namespace") => roundtrip::<api::core::v1::Namespace>(value),
-            ("", "Node") => roundtrip::<api::core::v1::Node>(value),
-            ("", "Pod") => roundtrip::<api::core::v1::Pod>(value),
-            ("", "Service") => roundtrip::<api::core::v1::Service>(value),
-            ("", "Endpoints") => roundtrip::<api::core::v1::Endpoints>(value),
-            ("", "Event") => roundtrip::<api::core::v1::Event>(value),
-            ("", "ServiceAccount") => roundtrip::<api::core::v1::ServiceAccount>(value),
-            ("discovery.k8s.io", _) => roundtrip::<api::discovery::v1::EndpointSlice>(value),
-            ("events.k8s.io", _) => roundtrip::<api::events::v1::Event>(value),
-            ("coordination.k8s.io", _) => roundtrip::<api::coordination::v1::Lease>(value),
-            _ => Ok(value),
-        }
+        self.with_type(Roundtrip(value))
+            .unwrap_or_else(|Roundtrip(value)| Ok(value))
+    }
+
+    /// Does `action` with the k8s-openapi type of the resource's kind; hands `action` back
+    /// for a kind the table does not know.
+    pub(crate) fn with_type<A: WithType>(&self, action: A) -> Result<A::Output, A> {
+        use k8s_openapi::api::{coordination, core, discovery, events};
+        Ok(match (self.group, self.kind) {
+            ("", "Namespace") => action.with::<core::v1::Namespace>(),
+            ("", "Node") => action.with::<core::v1::Node>(),
+            ("", "Pod") => action.with::<core::v1::Pod>(),
+            ("", "Service") => action.with::<core::v1::Service>(),
+            ("", "Endpoints") => action.with::<core::v1::Endpoints>(),
+            ("", "Event") => action.with::<core::v1::Event>(),
+            ("", "ServiceAccount") => action.with::<core::v1::ServiceAccount>(),
+            ("discovery.k8s.io", "EndpointSlice") => action.with::<discovery::v1::EndpointSlice>(),
+            ("events.k8s.io", "Event") => action.with::<events::v1::Event>(),
+            ("coordination.k8s.io", "Lease") => action.with::<coordination::v1::Lease>(),
+            _ => return Err(action),
+        })
     }
 }
 
-fn roundtrip<T: DeserializeOwned + Serialize>(value: Value) -> Result<Value, String> {
-    let typed: T = serde_json::from_value(value).map_err(|e| e.to_string())?;
-    serde_json::to_value(typed).map_err(|e| e.to_string())
+/// Reads a JSON object as its kind's type and writes it back.
+struct Roundtrip(Value);
+
+impl WithType for Roundtrip {
+    type Output = Result<Value, String>;
+
+    fn with<T: DeserializeOwned + Serialize + JsonSchema>(self) -> Self::Output {
+        let typed: T = serde_json::from_value(self.0).map_err(|e| e.to_string())?;
+        serde_json::to_value(typed).map_err(|e| e.to_string())
+    }
 }
 
 /// The `namespaces` resource, which the namespace lifecycle rules need by name.

@@ -18,19 +18,18 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Extension;
+use axum::routing::{any, MethodRouter};
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewStatus, UserInfo};
 use k8s_openapi::api::authorization::v1::{SubjectAccessReview, SubjectAccessReviewStatus};
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::request_log::RequestRecord;
-use crate::rest::{object_response, read_body};
+use crate::rest::{content_type, object_response, read_body, RequestParts};
 use crate::state::Shared;
 use crate::status::ApiError;
-use crate::tokens::ServiceAccountUser;
 
 /// The group every authenticated user is in, as kube-apiserver adds it.
 const AUTHENTICATED_GROUP: &str = "system:authenticated";
@@ -227,43 +226,25 @@ impl Review {
     }
 }
 
-/// The ServiceAccount whose token authenticated the request, if one did.
-type User = Option<Extension<Arc<ServiceAccountUser>>>;
-
-/// `POST /apis/authentication.k8s.io/v1/tokenreviews`.
-pub(crate) async fn token_reviews(
-    State(shared): State<Arc<Shared>>,
-    method: Method,
-    headers: HeaderMap,
-    user: User,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let user = user.map(|Extension(u)| u);
-    serve(&shared, Review::Token, method, headers, user, body).await
-}
-
-/// `POST /apis/authorization.k8s.io/v1/subjectaccessreviews`.
-pub(crate) async fn subject_access_reviews(
-    State(shared): State<Arc<Shared>>,
-    method: Method,
-    headers: HeaderMap,
-    user: User,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let user = user.map(|Extension(u)| u);
-    serve(&shared, Review::SubjectAccess, method, headers, user, body).await
+/// The route of `review`'s path (`POST /apis/authentication.k8s.io/v1/tokenreviews`, ...).
+pub(crate) fn route(review: Review) -> MethodRouter<Arc<Shared>> {
+    any(
+        move |State(shared): State<Arc<Shared>>,
+              request: RequestParts,
+              body: Result<Bytes, BytesRejection>| async move {
+            serve(&shared, review, request, body).await
+        },
+    )
 }
 
 /// Answers a POST of a review: counted, subject to faults and recorded like other creates.
 async fn serve(
     shared: &Shared,
     review: Review,
-    method: Method,
-    headers: HeaderMap,
-    user: Option<Arc<ServiceAccountUser>>,
+    request: RequestParts,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    if method != Method::POST {
+    if request.method != Method::POST {
         return ApiError::method_not_allowed().into_response();
     }
     let body = match read_body(body) {
@@ -283,15 +264,11 @@ async fn serve(
         let mut record = RequestRecord::review(
             review.group(),
             review.plural(),
-            &headers,
-            user.as_deref(),
+            &request.headers,
+            request.user.as_deref(),
             response.status().as_u16(),
         );
-        record.content_type = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        record.content_type = content_type(&response);
         shared.requests.push(record);
     }
     response

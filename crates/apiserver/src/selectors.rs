@@ -182,12 +182,13 @@ mod tests {
             ("app=web,tier in (back)", false),
             ("app in (db,web),tier=front", true),
         ];
+        assert_matches(&cases, |s| LabelSelector::parse(s).unwrap().matches(&p));
+    }
+
+    /// Asserts that each selector of `cases` matches as its case says.
+    fn assert_matches(cases: &[(&str, bool)], matches: impl Fn(&str) -> bool) {
         for (selector, want) in cases {
-            assert_eq!(
-                LabelSelector::parse(selector).unwrap().matches(&p),
-                want,
-                "{selector}"
-            );
+            assert_eq!(matches(selector), *want, "{selector}");
         }
     }
 
@@ -208,13 +209,7 @@ mod tests {
             ("spec.nodeName=n1,metadata.name=p", true),
             ("spec.missing=", true),
         ];
-        for (selector, want) in cases {
-            assert_eq!(
-                FieldSelector::parse(selector).unwrap().matches(&p),
-                want,
-                "{selector}"
-            );
-        }
+        assert_matches(&cases, |s| FieldSelector::parse(s).unwrap().matches(&p));
         assert!(FieldSelector::parse("metadata.name").is_err());
     }
 }

@@ -42,6 +42,19 @@ impl ApiError {
         self
     }
 
+    /// An error about the object `name` of `resource`, with details naming it; `message` is
+    /// written from the resource's qualified name.
+    fn about(
+        resource: &Resource,
+        name: &str,
+        code: u16,
+        reason: &'static str,
+        message: impl FnOnce(&str) -> String,
+    ) -> Self {
+        let q = resource.qualified_name();
+        Self::new(code, reason, message(&q)).with_details(details(resource, name))
+    }
+
     /// HTTP status code.
     pub fn code(&self) -> u16 {
         self.code
@@ -59,9 +72,9 @@ impl ApiError {
 
     /// 404 for a named object.
     pub fn not_found(resource: &Resource, name: &str) -> Self {
-        let q = resource.qualified_name();
-        Self::new(404, "NotFound", format!("{q} \"{name}\" not found"))
-            .with_details(details(resource, name))
+        Self::about(resource, name, 404, "NotFound", |q| {
+            format!("{q} \"{name}\" not found")
+        })
     }
 
     /// 404 for a path the server does not serve.
@@ -76,24 +89,16 @@ impl ApiError {
 
     /// 409 for a create whose name is taken.
     pub fn already_exists(resource: &Resource, name: &str) -> Self {
-        let q = resource.qualified_name();
-        Self::new(
-            409,
-            "AlreadyExists",
-            format!("{q} \"{name}\" already exists"),
-        )
-        .with_details(details(resource, name))
+        Self::about(resource, name, 409, "AlreadyExists", |q| {
+            format!("{q} \"{name}\" already exists")
+        })
     }
 
     /// 409 for a write whose resourceVersion (or other precondition) is stale.
     pub fn conflict(resource: &Resource, name: &str, why: &str) -> Self {
-        let q = resource.qualified_name();
-        Self::new(
-            409,
-            "Conflict",
-            format!("Operation cannot be fulfilled on {q} \"{name}\": {why}"),
-        )
-        .with_details(details(resource, name))
+        Self::about(resource, name, 409, "Conflict", |q| {
+            format!("Operation cannot be fulfilled on {q} \"{name}\": {why}")
+        })
     }
 
     /// An injected 409 for a request on `resource` (a fault-rule name such as `pods`).
@@ -128,32 +133,25 @@ impl ApiError {
     /// 403 for a create in a namespace that is being deleted, with the `NamespaceTerminating`
     /// cause kube-apiserver's lifecycle admission adds.
     pub fn namespace_terminating(resource: &Resource, name: &str, namespace: &str) -> Self {
-        let q = resource.qualified_name();
-        let mut d = details(resource, name);
-        d["causes"] = json!([{
-            "reason": "NamespaceTerminating",
-            "message": format!("namespace {namespace} is being terminated"),
-            "field": "metadata.namespace",
-        }]);
-        Self::new(
-            403,
-            "Forbidden",
-            format!(
-                "{q} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated"
-            ),
-        )
-        .with_details(d)
+        let why = format!(
+            "unable to create new content in namespace {namespace} because it is being terminated"
+        );
+        let mut error = Self::forbidden(resource, name, &why);
+        if let Some(details) = &mut error.details {
+            details["causes"] = json!([{
+                "reason": "NamespaceTerminating",
+                "message": format!("namespace {namespace} is being terminated"),
+                "field": "metadata.namespace",
+            }]);
+        }
+        error
     }
 
     /// 403 with a plain reason.
     pub fn forbidden(resource: &Resource, name: &str, why: &str) -> Self {
-        let q = resource.qualified_name();
-        Self::new(
-            403,
-            "Forbidden",
-            format!("{q} \"{name}\" is forbidden: {why}"),
-        )
-        .with_details(details(resource, name))
+        Self::about(resource, name, 403, "Forbidden", |q| {
+            format!("{q} \"{name}\" is forbidden: {why}")
+        })
     }
 
     /// 422 for an object that fails validation on one field.

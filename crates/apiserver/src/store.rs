@@ -41,6 +41,15 @@ pub fn remove_meta(object: &mut Value, field: &str) -> Option<Value> {
     object.get_mut("metadata")?.as_object_mut()?.remove(field)
 }
 
+/// A list field of `metadata` (`finalizers`, `ownerReferences`); empty when it is absent.
+pub fn meta_list<'a>(object: &'a Value, field: &str) -> &'a [Value] {
+    object
+        .get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
 fn key_of(object: &Value) -> ObjectKey {
     (
         meta_str(object, "namespace").unwrap_or_default().to_owned(),
@@ -50,12 +59,8 @@ fn key_of(object: &Value) -> ObjectKey {
 
 /// The uids an object names in its `ownerReferences`.
 fn owner_uids(object: &Value) -> impl Iterator<Item = &str> {
-    object
-        .get("metadata")
-        .and_then(|m| m.get("ownerReferences"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    meta_list(object, "ownerReferences")
+        .iter()
         .filter_map(|r| r.get("uid").and_then(Value::as_str))
 }
 
@@ -207,7 +212,23 @@ impl Store {
     }
 
     /// Stores a new object (replacing nothing) and records ADDED.
-    pub fn create(&mut self, resource: &'static Resource, mut object: Value) -> Arc<Value> {
+    pub fn create(&mut self, resource: &'static Resource, object: Value) -> Arc<Value> {
+        self.put(resource, object, EventType::Added)
+    }
+
+    /// Replaces an existing object and records MODIFIED.
+    pub fn update(&mut self, resource: &'static Resource, object: Value) -> Arc<Value> {
+        self.put(resource, object, EventType::Modified)
+    }
+
+    /// Stores `object` at the next resourceVersion and records the change as `kind`; a
+    /// MODIFIED change keeps the object it replaced.
+    fn put(
+        &mut self,
+        resource: &'static Resource,
+        mut object: Value,
+        kind: EventType,
+    ) -> Arc<Value> {
         let rv = self.next_version(&mut object);
         let object = Arc::new(object);
         let replaced = self
@@ -216,31 +237,11 @@ impl Store {
             .or_default()
             .insert(key_of(&object), object.clone());
         self.index_owners(resource, replaced.as_deref(), Some(&object));
+        let previous = replaced.filter(|_| kind == EventType::Modified);
         self.record(Change {
             resource_version: rv,
             resource,
-            kind: EventType::Added,
-            object: object.clone(),
-            previous: None,
-            protobuf: Default::default(),
-        });
-        object
-    }
-
-    /// Replaces an existing object and records MODIFIED.
-    pub fn update(&mut self, resource: &'static Resource, mut object: Value) -> Arc<Value> {
-        let rv = self.next_version(&mut object);
-        let object = Arc::new(object);
-        let previous = self
-            .objects
-            .entry((resource.group, resource.plural))
-            .or_default()
-            .insert(key_of(&object), object.clone());
-        self.index_owners(resource, previous.as_deref(), Some(&object));
-        self.record(Change {
-            resource_version: rv,
-            resource,
-            kind: EventType::Modified,
+            kind,
             object: object.clone(),
             previous,
             protobuf: Default::default(),

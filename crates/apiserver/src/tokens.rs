@@ -405,19 +405,20 @@ fn invalid(name: &str, errors: &[FieldError]) -> ApiError {
 mod tests {
     use super::*;
 
-    fn headers(authorization: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::AUTHORIZATION, authorization.parse().unwrap());
-        headers
-    }
-
     #[test]
     fn bearer_tokens_are_read_as_kube_apiserver_reads_them() {
-        assert_eq!(bearer_token(&headers("Bearer abc")), Some("abc"));
-        assert_eq!(bearer_token(&headers("bearer abc")), Some("abc"));
-        assert_eq!(bearer_token(&headers("  Bearer abc  ")), Some("abc"));
-        assert_eq!(bearer_token(&headers("Basic abc")), None);
-        assert_eq!(bearer_token(&headers("Bearer")), None);
+        let cases = [
+            ("Bearer abc", Some("abc")),
+            ("bearer abc", Some("abc")),
+            ("  Bearer abc  ", Some("abc")),
+            ("Basic abc", None),
+            ("Bearer", None),
+        ];
+        for (authorization, want) in cases {
+            let headers = [(header::AUTHORIZATION, authorization.parse().unwrap())];
+            let headers = HeaderMap::from_iter(headers);
+            assert_eq!(bearer_token(&headers), want, "{authorization:?}");
+        }
         assert_eq!(bearer_token(&HeaderMap::new()), None);
     }
 

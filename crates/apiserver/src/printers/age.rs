@@ -36,41 +36,38 @@ pub(crate) fn human_duration(seconds: i64) -> String {
     }
     let minutes = seconds / 60;
     if minutes < 10 {
-        return match seconds % 60 {
-            0 => format!("{minutes}m"),
-            s => format!("{minutes}m{s}s"),
-        };
+        return two_units(minutes, 'm', seconds % 60, 's');
     }
     if minutes < 180 {
         return format!("{minutes}m");
     }
     let hours = seconds / 3600;
     if hours < 8 {
-        return match minutes % 60 {
-            0 => format!("{hours}h"),
-            m => format!("{hours}h{m}m"),
-        };
+        return two_units(hours, 'h', minutes % 60, 'm');
     }
     if hours < 48 {
         return format!("{hours}h");
     }
+    let days = hours / 24;
     if hours < 24 * 8 {
-        return match hours % 24 {
-            0 => format!("{}d", hours / 24),
-            h => format!("{}d{h}h", hours / 24),
-        };
+        return two_units(days, 'd', hours % 24, 'h');
     }
     if hours < 24 * 365 * 2 {
-        return format!("{}d", hours / 24);
+        return format!("{days}d");
     }
+    let years = days / 365;
     if hours < 24 * 365 * 8 {
-        let years = hours / 24 / 365;
-        return match (hours / 24) % 365 {
-            0 => format!("{years}y"),
-            d => format!("{years}y{d}d"),
-        };
+        return two_units(years, 'y', days % 365, 'd');
     }
-    format!("{}y", hours / 24 / 365)
+    format!("{years}y")
+}
+
+/// `3m20s`, or `3m` when the smaller unit counts nothing.
+fn two_units(larger: i64, larger_unit: char, smaller: i64, smaller_unit: char) -> String {
+    match smaller {
+        0 => format!("{larger}{larger_unit}"),
+        _ => format!("{larger}{larger_unit}{smaller}{smaller_unit}"),
+    }
 }
 
 #[cfg(test)]

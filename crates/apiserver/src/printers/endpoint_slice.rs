@@ -48,31 +48,37 @@ pub(super) fn cells(slice: &EndpointSlice, now: Timestamp) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::printed;
     use super::*;
     use serde_json::json;
 
     #[test]
     fn slice_cells_list_ports_and_addresses_or_unset() {
-        let slice: EndpointSlice = serde_json::from_value(json!({
-            "metadata": {"name": "web-abc"},
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": 80}, {"name": "any"}],
-            "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": ["10.0.0.2"]},
-                {"addresses": ["10.0.0.3"]}, {"addresses": ["10.0.0.4"]}],
-        }))
-        .unwrap();
-        let cells = cells(&slice, super::super::now());
-        assert_eq!(cells[1], "IPv4");
-        assert_eq!(cells[2], "80,any");
-        assert_eq!(cells[3], "10.0.0.1,10.0.0.2,10.0.0.3 + 1 more...");
-        let empty: EndpointSlice = serde_json::from_value(
-            json!({"metadata": {"name": "e"}, "addressType": "IPv4", "endpoints": []}),
-        )
-        .unwrap();
-        let cells = super::cells(&empty, super::super::now());
-        assert_eq!(
-            (cells[2].as_str(), cells[3].as_str()),
-            (Some("<unset>"), Some("<unset>"))
-        );
+        // Each slice with the row kube-apiserver prints for it.
+        let cases = [
+            (
+                json!({
+                    "metadata": {"name": "web-abc"},
+                    "addressType": "IPv4",
+                    "ports": [{"name": "http", "port": 80}, {"name": "any"}],
+                    "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": ["10.0.0.2"]},
+                        {"addresses": ["10.0.0.3"]}, {"addresses": ["10.0.0.4"]}],
+                }),
+                json!([
+                    "web-abc",
+                    "IPv4",
+                    "80,any",
+                    "10.0.0.1,10.0.0.2,10.0.0.3 + 1 more...",
+                    "<unknown>"
+                ]),
+            ),
+            (
+                json!({"metadata": {"name": "e"}, "addressType": "IPv4", "endpoints": []}),
+                json!(["e", "IPv4", "<unset>", "<unset>", "<unknown>"]),
+            ),
+        ];
+        for (slice, row) in cases {
+            assert_eq!(printed(cells, slice), row);
+        }
     }
 }

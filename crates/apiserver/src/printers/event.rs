@@ -2,12 +2,11 @@
 //! `-o wide`, for core and `events.k8s.io` events.
 //!
 //! kube-apiserver stores both API versions as one internal type and prints them alike, so
-//! both are first read into [`EventView`] with the core field names.
+//! an `events.k8s.io/v1` event is first converted to a core one.
 
 use super::{age, column, wide, Column, NAME};
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::api::core::v1::{Event, EventSeries};
 use k8s_openapi::api::events::v1::Event as EventV1;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
@@ -24,86 +23,50 @@ pub(super) const COLUMNS: &[Column] = &[
     Column { priority: 1, ..NAME },
 ];
 
-/// The fields the printer reads, with the core API's names.
-struct EventView<'a> {
-    metadata: &'a ObjectMeta,
-    first: Option<Timestamp>,
-    last: Option<Timestamp>,
-    event_time: Option<Timestamp>,
-    count: i32,
-    series: Option<(i32, Timestamp)>,
-    involved: Option<&'a ObjectReference>,
-    type_: Option<&'a str>,
-    reason: Option<&'a str>,
-    message: Option<&'a str>,
-    source: Option<&'a EventSource>,
-    reporting_controller: Option<&'a str>,
-    reporting_instance: Option<&'a str>,
-}
-
-pub(super) fn core_cells(event: &Event, now: Timestamp) -> Vec<Value> {
-    cells(
-        &EventView {
-            metadata: &event.metadata,
-            first: event.first_timestamp.as_ref().map(|t| t.0),
-            last: event.last_timestamp.as_ref().map(|t| t.0),
-            event_time: event.event_time.as_ref().map(|t| t.0),
-            count: event.count.unwrap_or(0),
-            series: event
-                .series
-                .as_ref()
-                .and_then(|s| Some((s.count.unwrap_or(0), s.last_observed_time.as_ref()?.0))),
-            involved: Some(&event.involved_object),
-            type_: event.type_.as_deref(),
-            reason: event.reason.as_deref(),
-            message: event.message.as_deref(),
-            source: event.source.as_ref(),
-            reporting_controller: event.reporting_component.as_deref(),
-            reporting_instance: event.reporting_instance.as_deref(),
-        },
-        now,
-    )
-}
-
 pub(super) fn events_v1_cells(event: &EventV1, now: Timestamp) -> Vec<Value> {
-    cells(
-        &EventView {
-            metadata: &event.metadata,
-            first: event.deprecated_first_timestamp.as_ref().map(|t| t.0),
-            last: event.deprecated_last_timestamp.as_ref().map(|t| t.0),
-            event_time: event.event_time.as_ref().map(|t| t.0),
-            count: event.deprecated_count.unwrap_or(0),
-            series: event
-                .series
-                .as_ref()
-                .map(|s| (s.count, s.last_observed_time.0)),
-            involved: event.regarding.as_ref(),
-            type_: event.type_.as_deref(),
-            reason: event.reason.as_deref(),
-            message: event.note.as_deref(),
-            source: event.deprecated_source.as_ref(),
-            reporting_controller: event.reporting_controller.as_deref(),
-            reporting_instance: event.reporting_instance.as_deref(),
-        },
-        now,
-    )
+    core_cells(&as_core(event), now)
+}
+
+/// An `events.k8s.io/v1` event with the core API's field names, as kube-apiserver converts
+/// both to one internal type before printing.
+fn as_core(event: &EventV1) -> Event {
+    Event {
+        metadata: event.metadata.clone(),
+        first_timestamp: event.deprecated_first_timestamp.clone(),
+        last_timestamp: event.deprecated_last_timestamp.clone(),
+        event_time: event.event_time.clone(),
+        count: event.deprecated_count,
+        series: event.series.as_ref().map(|s| EventSeries {
+            count: Some(s.count),
+            last_observed_time: Some(s.last_observed_time.clone()),
+        }),
+        involved_object: event.regarding.clone().unwrap_or_default(),
+        type_: event.type_.clone(),
+        reason: event.reason.clone(),
+        message: event.note.clone(),
+        source: event.deprecated_source.clone(),
+        reporting_component: event.reporting_controller.clone(),
+        reporting_instance: event.reporting_instance.clone(),
+        ..Event::default()
+    }
 }
 
 /// `component, host`, each falling back to the reporting controller and instance.
-fn source(event: &EventView<'_>) -> String {
+fn source(event: &Event) -> String {
     let pick = |a: Option<&str>, b: Option<&str>| {
         a.filter(|s| !s.is_empty())
             .or(b)
             .unwrap_or_default()
             .to_owned()
     };
+    let source = event.source.as_ref();
     let component = pick(
-        event.source.and_then(|s| s.component.as_deref()),
-        event.reporting_controller,
+        source.and_then(|s| s.component.as_deref()),
+        event.reporting_component.as_deref(),
     );
     let host = pick(
-        event.source.and_then(|s| s.host.as_deref()),
-        event.reporting_instance,
+        source.and_then(|s| s.host.as_deref()),
+        event.reporting_instance.as_deref(),
     );
     match (component.is_empty(), host.is_empty()) {
         (true, _) => String::new(),
@@ -112,41 +75,49 @@ fn source(event: &EventView<'_>) -> String {
     }
 }
 
-fn cells(event: &EventView<'_>, now: Timestamp) -> Vec<Value> {
-    let first = match event.first {
+pub(super) fn core_cells(event: &Event, now: Timestamp) -> Vec<Value> {
+    let first = match event.first_timestamp.as_ref().map(|t| t.0) {
         Some(at) => age::since(Some(at), now),
-        None => age::since(event.event_time, now),
+        None => age::since(event.event_time.as_ref().map(|t| t.0), now),
     };
-    let mut last = match event.last {
+    let mut last = match event.last_timestamp.as_ref().map(|t| t.0) {
         Some(at) => age::since(Some(at), now),
         None => first.clone(),
     };
-    let mut count = event.count;
-    if let Some((series_count, observed)) = event.series {
+    let mut count = event.count.unwrap_or(0);
+    let series = event
+        .series
+        .as_ref()
+        .and_then(|s| Some((s.count.unwrap_or(0), s.last_observed_time.as_ref()?.0)));
+    if let Some((series_count, observed)) = series {
         last = age::since(Some(observed), now);
         count = series_count;
     } else if count == 0 {
         // Events of the newer API are singletons without a count.
         count = 1;
     }
-    let kind = event
-        .involved
-        .and_then(|o| o.kind.as_deref())
-        .unwrap_or_default()
-        .to_lowercase();
-    let target = match event.involved.and_then(|o| o.name.as_deref()) {
+    let involved = &event.involved_object;
+    let kind = involved.kind.as_deref().unwrap_or_default().to_lowercase();
+    let target = match involved.name.as_deref() {
         Some(name) if !name.is_empty() => format!("{kind}/{name}"),
         _ => kind,
     };
     let text = |s: Option<&str>| Value::from(s.unwrap_or_default().to_owned());
     vec![
         Value::from(last),
-        text(event.type_),
-        text(event.reason),
+        text(event.type_.as_deref()),
+        text(event.reason.as_deref()),
         Value::from(target),
-        text(event.involved.and_then(|o| o.field_path.as_deref())),
+        text(involved.field_path.as_deref()),
         Value::from(source(event)),
-        Value::from(event.message.unwrap_or_default().trim().to_owned()),
+        Value::from(
+            event
+                .message
+                .as_deref()
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+        ),
         Value::from(first),
         Value::from(i64::from(count)),
         Value::from(event.metadata.name.clone().unwrap_or_default()),

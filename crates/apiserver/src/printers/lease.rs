@@ -1,6 +1,6 @@
 //! NAME HOLDER AGE for leases.
 
-use super::{column, created, name, Column, AGE, NAME};
+use super::{column, name_cell_age, Column, AGE, NAME};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
@@ -15,11 +15,6 @@ pub(super) fn cells(lease: &Lease, now: Timestamp) -> Vec<Value> {
     let holder = lease
         .spec
         .as_ref()
-        .and_then(|s| s.holder_identity.clone())
-        .unwrap_or_default();
-    vec![
-        name(&lease.metadata),
-        Value::from(holder),
-        Value::from(created(&lease.metadata, now)),
-    ]
+        .and_then(|s| s.holder_identity.as_deref());
+    name_cell_age(&lease.metadata, holder.unwrap_or_default(), now)
 }

@@ -149,6 +149,18 @@ fn name(meta: &ObjectMeta) -> Value {
     Value::from(meta.name.clone().unwrap_or_default())
 }
 
+/// The row of a kind printed as NAME, one column of its own, AGE.
+fn name_cell_age(meta: &ObjectMeta, cell: impl Into<Value>, now: Timestamp) -> Vec<Value> {
+    vec![name(meta), cell.into(), Value::from(created(meta, now))]
+}
+
+/// The row `printer` gives the object `json` describes, as JSON (for comparing whole rows).
+#[cfg(test)]
+fn printed<T: DeserializeOwned>(printer: fn(&T, Timestamp) -> Vec<Value>, json: Value) -> Value {
+    let object = T::deserialize(json).unwrap();
+    Value::from(printer(&object, now()))
+}
+
 /// Joins up to three items with commas and counts the rest as ` + N more...`, as upstream
 /// does for endpoint addresses and slice ports; `empty` stands for no items at all.
 fn list_with_more(items: impl Iterator<Item = String>, empty: &str) -> String {

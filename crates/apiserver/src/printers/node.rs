@@ -95,24 +95,33 @@ pub(super) fn cells(node: &Node, now: Timestamp) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::printed;
     use super::*;
     use serde_json::json;
 
     #[test]
     fn node_status_and_roles_read_the_ready_condition_and_role_labels() {
-        let node: Node = serde_json::from_value(json!({
+        let node = json!({
             "metadata": {"name": "n1", "labels": {
                 "node-role.kubernetes.io/control-plane": "", "kubernetes.io/role": "edge"}},
             "spec": {"unschedulable": true},
             "status": {"conditions": [{"type": "Ready", "status": "False"}],
                 "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}]},
-        }))
-        .unwrap();
-        let cells = cells(&node, super::super::now());
-        assert_eq!(cells[1], "NotReady,SchedulingDisabled");
-        assert_eq!(cells[2], "control-plane,edge");
-        assert_eq!(cells[5], "10.0.0.1");
-        assert_eq!(cells[6], "<none>");
-        assert_eq!(cells[7], "<unknown>");
+        });
+        assert_eq!(
+            printed(cells, node),
+            json!([
+                "n1",
+                "NotReady,SchedulingDisabled",
+                "control-plane,edge",
+                "<unknown>",
+                "",
+                "10.0.0.1",
+                "<none>",
+                "<unknown>",
+                "<unknown>",
+                "<unknown>"
+            ])
+        );
     }
 }

@@ -89,22 +89,28 @@ pub(super) fn cells(svc: &Service, now: Timestamp) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::printed;
     use super::*;
     use serde_json::json;
 
     #[test]
     fn service_cells_show_ports_with_node_ports_and_a_pending_balancer() {
-        let svc: Service = serde_json::from_value(json!({
+        let svc = json!({
             "metadata": {"name": "web"},
             "spec": {"type": "LoadBalancer", "clusterIPs": ["10.96.0.10"], "selector": {"app": "web"},
                 "ports": [{"port": 80, "nodePort": 30080, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}]},
-        }))
-        .unwrap();
-        let cells = cells(&svc, super::super::now());
-        assert_eq!(cells[1], "LoadBalancer");
-        assert_eq!(cells[2], "10.96.0.10");
-        assert_eq!(cells[3], "<pending>");
-        assert_eq!(cells[4], "80:30080/TCP,53/UDP");
-        assert_eq!(cells[6], "app=web");
+        });
+        assert_eq!(
+            printed(cells, svc),
+            json!([
+                "web",
+                "LoadBalancer",
+                "10.96.0.10",
+                "<pending>",
+                "80:30080/TCP,53/UDP",
+                "<unknown>",
+                "app=web"
+            ])
+        );
     }
 }

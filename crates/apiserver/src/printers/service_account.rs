@@ -1,6 +1,6 @@
 //! NAME SECRETS AGE for service accounts.
 
-use super::{column, created, name, Column, AGE, NAME};
+use super::{column, name_cell_age, Column, AGE, NAME};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
@@ -17,9 +17,5 @@ pub(super) const COLUMNS: &[Column] = &[
 
 pub(super) fn cells(account: &ServiceAccount, now: Timestamp) -> Vec<Value> {
     let secrets = account.secrets.as_ref().map_or(0, Vec::len);
-    vec![
-        name(&account.metadata),
-        Value::from(secrets),
-        Value::from(created(&account.metadata, now)),
-    ]
+    name_cell_age(&account.metadata, secrets, now)
 }

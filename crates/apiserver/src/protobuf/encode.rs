@@ -8,7 +8,7 @@
 //! stays out when the bytes are read back.
 
 use super::forms;
-use super::schema::{Card, Field, Form, Message, MessageId, Scalar, Schema, Type};
+use super::schema::{Card, Field, Form, MessageId, Scalar, Schema, Type};
 use super::wire::{put_bytes, put_key, put_nested, put_varint};
 use super::ProtobufError;
 use serde_json::{Map, Value};
@@ -24,7 +24,7 @@ pub(crate) fn message(
 ) -> Result<(), ProtobufError> {
     let m = schema.message(id);
     match (m.form, value) {
-        (Form::Plain, Value::Object(object)) => plain(schema, m, object, out),
+        (Form::Plain, Value::Object(object)) => plain(schema, &m.fields, object, out),
         (Form::Plain | Form::List | Form::RawExtension | Form::FieldsV1, Value::Null) => Ok(()),
         (Form::Plain, _) => Err(expected("an object", value)),
         (Form::Time, Value::Null) => Ok(()),
@@ -123,13 +123,14 @@ fn expected(what: &str, found: &Value) -> ProtobufError {
     ProtobufError::new(format!("expected {what}, found {found}"))
 }
 
+/// The fields of a plain message, read from one JSON object.
 fn plain(
     schema: &Schema,
-    m: &Message,
+    fields: &[Field],
     object: &Map<String, Value>,
     out: &mut Vec<u8>,
 ) -> Result<(), ProtobufError> {
-    for field in &m.fields {
+    for field in fields {
         encode_field(schema, field, object, out).map_err(|e| e.at(&field.json))?;
     }
     Ok(())
@@ -145,7 +146,7 @@ fn encode_field(
         // The embedded struct reads its fields from the same JSON object.
         if let Type::Message(id) = field.ty {
             put_nested(out, field.number, |out| {
-                plain(schema, schema.message(id), object, out)
+                plain(schema, &schema.message(id).fields, object, out)
             })?;
         }
         return Ok(());
@@ -194,20 +195,7 @@ fn encode_field(
                     put_nested(out, field.number, |out| {
                         put_key(out, 1, key.wire_type());
                         map_key(key, k, out)?;
-                        match ty {
-                            Type::Scalar(s) => {
-                                put_key(out, 2, s.wire_type());
-                                if v.is_null() {
-                                    zero_scalar(s, out);
-                                    Ok(())
-                                } else {
-                                    scalar(s, v, out)
-                                }
-                            }
-                            Type::Message(id) => {
-                                put_nested(out, 2, |out| message(schema, id, v, out))
-                            }
-                        }
+                        element(schema, ty, 2, v, out)
                     })
                     .map_err(|e| e.at(k))?;
                 }
@@ -225,23 +213,32 @@ fn repeated(
     out: &mut Vec<u8>,
 ) -> Result<(), ProtobufError> {
     for (index, item) in items.iter().enumerate() {
-        let written = match field.ty {
-            Type::Scalar(s) => {
-                put_key(out, field.number, s.wire_type());
-                if item.is_null() {
-                    zero_scalar(s, out);
-                    Ok(())
-                } else {
-                    scalar(s, item, out)
-                }
-            }
-            Type::Message(id) => {
-                put_nested(out, field.number, |out| message(schema, id, item, out))
-            }
-        };
-        written.map_err(|e| e.index(index))?;
+        element(schema, field.ty, field.number, item, out).map_err(|e| e.index(index))?;
     }
     Ok(())
+}
+
+/// One item of a repeated field, or the value of a map entry, as field `number`: a null
+/// scalar is written as its zero value.
+fn element(
+    schema: &Schema,
+    ty: Type,
+    number: u32,
+    value: &Value,
+    out: &mut Vec<u8>,
+) -> Result<(), ProtobufError> {
+    match ty {
+        Type::Scalar(s) => {
+            put_key(out, number, s.wire_type());
+            if value.is_null() {
+                zero_scalar(s, out);
+                Ok(())
+            } else {
+                scalar(s, value, out)
+            }
+        }
+        Type::Message(id) => put_nested(out, number, |out| message(schema, id, value, out)),
+    }
 }
 
 fn zero_scalar(s: Scalar, out: &mut Vec<u8>) {

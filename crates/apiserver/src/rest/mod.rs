@@ -14,10 +14,11 @@ mod watch;
 mod write;
 
 pub(crate) use negotiate::Encoding;
-pub(crate) use write::{create, create_as, delete, update, update_as, DeleteOptions};
+pub(crate) use write::{create, delete, update, DeleteOptions, Written};
 
 pub(crate) use crate::classify::{flag, Params, Subresource, Target};
 
+use crate::admission::parse_body;
 use crate::classify::{dry_run, in_scope, parse_target, query_params, verb_of, Route};
 use crate::limits;
 use crate::protobuf::{self, ProtobufError};
@@ -29,14 +30,14 @@ use crate::tokens::{self, ServiceAccountUser, Verdict};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::DefaultBodyLimit;
-use axum::extract::{Path, Request, State};
+use axum::extract::{FromRequestParts, Path, Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get};
-use axum::Extension;
 use axum::Router;
 use serde_json::Value;
+use std::convert::Infallible;
 use std::sync::Arc;
 
 /// The router serving every path; the same one backs TCP and in-process clients.
@@ -56,10 +57,10 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .merge(documents)
         .route("/version", get(discovery::version))
-        .route(&Review::Token.path(), any(reviews::token_reviews))
+        .route(&Review::Token.path(), reviews::route(Review::Token))
         .route(
             &Review::SubjectAccess.path(),
-            any(reviews::subject_access_reviews),
+            reviews::route(Review::SubjectAccess),
         )
         .route("/api/v1/{*rest}", any(core_resource))
         .route("/apis/{group}/{version}/{*rest}", any(group_resource))
@@ -131,7 +132,7 @@ fn log_refused(shared: &Shared, request: &Request, response: Response) -> Respon
 }
 
 /// The Content-Type of a response, for the request log.
-fn content_type(response: &Response) -> Option<String> {
+pub(crate) fn content_type(response: &Response) -> Option<String> {
     response
         .headers()
         .get(http::header::CONTENT_TYPE)
@@ -149,51 +150,48 @@ async fn json_documents(request: Request, next: Next) -> Response {
     next.run(request).await
 }
 
-/// The ServiceAccount the [`authenticate`] layer found, if any.
-type User = Option<Extension<Arc<ServiceAccountUser>>>;
-
 async fn core_resource(
     State(shared): State<Arc<Shared>>,
     Path(rest): Path<String>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    user: User,
+    request: RequestParts,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let request = RequestParts {
-        method,
-        uri,
-        headers,
-        user: user.map(|Extension(u)| u),
-    };
     serve(shared, "", "v1", &rest, request, body).await
 }
 
 async fn group_resource(
     State(shared): State<Arc<Shared>>,
     Path((group, version, rest)): Path<(String, String, String)>,
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    user: User,
+    request: RequestParts,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let request = RequestParts {
-        method,
-        uri,
-        headers,
-        user: user.map(|Extension(u)| u),
-    };
     serve(shared, &group, &version, &rest, request, body).await
 }
 
-/// The parts of a resource request besides its path and body.
-struct RequestParts {
-    method: Method,
-    uri: Uri,
-    headers: HeaderMap,
-    user: Option<Arc<ServiceAccountUser>>,
+/// The parts of a request besides its path and body, read as axum's `Method`, `Uri`,
+/// `HeaderMap` and `Option<Extension<_>>` extractors read them.
+pub(crate) struct RequestParts {
+    pub method: Method,
+    pub uri: Uri,
+    pub headers: HeaderMap,
+    /// The ServiceAccount the [`authenticate`] layer found, if any.
+    pub user: Option<Arc<ServiceAccountUser>>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for RequestParts {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(
+        parts: &mut http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Infallible> {
+        Ok(Self {
+            method: parts.method.clone(),
+            uri: parts.uri.clone(),
+            headers: parts.headers.clone(),
+            user: parts.extensions.get().cloned(),
+        })
+    }
 }
 
 async fn serve(
@@ -285,11 +283,14 @@ async fn serve(
             return log_request(&shared, verb, &target, &headers, response);
         }
         "create" if token => tokens::request_token(&shared, &target, &body),
-        "create" => write::create_request(&shared, &target, &body),
-        "update" => write::update_request(&shared, &target, &body),
+        // The body of a create or an update is one object of the target's resource.
+        "create" => parse_body(target.resource, &body)
+            .and_then(|object| write::create_request(&shared, &target, object)),
+        "update" => parse_body(target.resource, &body)
+            .and_then(|object| write::update_request(&shared, &target, object)),
         "patch" => patch::patch_request(&shared, &target, &headers, &body),
-        "delete" => write::delete_request(&shared, &target, &params, &body),
-        _ => write::delete_collection_request(&shared, &target, &params, &body),
+        // delete and deletecollection
+        _ => write::delete_request(&shared, &target, &params, &body),
     };
     let response = result.unwrap_or_else(fail);
     log_request(&shared, verb, &target, &headers, response)

@@ -99,9 +99,7 @@ mod tests {
     use super::*;
 
     fn accept(value: &str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(header::ACCEPT, value.parse().unwrap());
-        headers
+        HeaderMap::from_iter([(header::ACCEPT, value.parse().unwrap())])
     }
 
     #[test]

@@ -7,13 +7,13 @@
 //! served as "create, or merge the applied configuration into the live object"; field
 //! ownership is not tracked.
 
-use super::{create_as, resource_response, update_as, Target};
+use super::{create, resource_response, update, Target, Written};
 use crate::managed_fields::Writer;
 use crate::state::{Cluster, Shared};
 use crate::status::ApiError;
 use crate::store::set_meta;
 use crate::strategic_merge;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap};
 use axum::response::Response;
 use serde_json::{json, Value};
 
@@ -68,7 +68,7 @@ fn patch(
     target: &Target,
     kind: PatchKind,
     body: &[u8],
-) -> Result<(std::sync::Arc<Value>, bool), ApiError> {
+) -> Result<(std::sync::Arc<Value>, Written), ApiError> {
     let resource = target.resource;
     let namespace = target.store_namespace();
     let name = target.name.as_deref().unwrap_or_default();
@@ -82,8 +82,8 @@ fn patch(
                 subresource: None,
             };
             let ns = target.namespace.as_deref();
-            let created = create_as(cluster, resource, ns, object, Some(&writer))?;
-            return Ok((created, true));
+            let created = create(cluster, resource, ns, object, Some(&writer))?;
+            return Ok((created, Written::Created));
         }
         return Err(ApiError::not_found(resource, name));
     };
@@ -109,7 +109,7 @@ fn patch(
         }
     }
     let writer = Some(&writer);
-    update_as(
+    update(
         cluster,
         resource,
         namespace,
@@ -127,11 +127,6 @@ pub(crate) fn patch_request(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let kind = PatchKind::from_headers(headers)?;
-    let (object, created) = shared.mutate(target.dry_run, |c| patch(c, target, kind, body))?;
-    let code = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok(resource_response(target, code, &object))
+    let (object, written) = shared.mutate(target.dry_run, |c| patch(c, target, kind, body))?;
+    Ok(resource_response(target, written.code(), &object))
 }

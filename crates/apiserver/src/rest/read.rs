@@ -38,15 +38,31 @@ impl Selection {
 }
 
 pub(crate) fn get(shared: &Shared, target: &Target) -> Result<Response, ApiError> {
+    let object = named(shared, target)?;
+    Ok(resource_response(target, StatusCode::OK, &object))
+}
+
+/// The object the path names, or 404.
+pub(crate) fn named(shared: &Shared, target: &Target) -> Result<Arc<Value>, ApiError> {
     let name = target.name.as_deref().unwrap_or_default();
-    let object = shared
+    shared
         .read(|c| {
             c.store
                 .get(target.resource, target.store_namespace(), name)
                 .cloned()
         })
-        .ok_or_else(|| ApiError::not_found(target.resource, name))?;
-    Ok(resource_response(target, StatusCode::OK, &object))
+        .ok_or_else(|| ApiError::not_found(target.resource, name))
+}
+
+/// The objects of a collection path that the query's selectors select, and the
+/// resourceVersion they were read at.
+pub(crate) fn selected(
+    shared: &Shared,
+    target: &Target,
+    params: &Params,
+) -> Result<(Vec<Arc<Value>>, u64), ApiError> {
+    let selection = Selection::from_params(params)?;
+    Ok(select(shared, target, &selection))
 }
 
 /// The selected objects of a collection path and the resourceVersion they were read at.
@@ -126,8 +142,7 @@ pub(crate) fn list(
     target: &Target,
     params: &Params,
 ) -> Result<Response, ApiError> {
-    let selection = Selection::from_params(params)?;
-    let (items, rv) = select(shared, target, &selection);
+    let (items, rv) = selected(shared, target, params)?;
     check_list_version(shared, params, rv)?;
     let limit = match params.get("limit").map(String::as_str) {
         None | Some("") => 0,

@@ -5,7 +5,7 @@
 //! show NAME and AGE. Rows carry every column, wide ones included, and the object as
 //! `PartialObjectMetadata` unless `includeObject` says otherwise, as kube-apiserver does.
 
-use super::read::{select, Selection};
+use super::read::{named, selected};
 use super::{object_response, Params, Target};
 use crate::printers;
 use crate::resources::Resource;
@@ -143,14 +143,7 @@ pub(crate) fn get(
     target: &Target,
     request: TableRequest,
 ) -> Result<Response, ApiError> {
-    let name = target.name.as_deref().unwrap_or_default();
-    let object = shared
-        .read(|c| {
-            c.store
-                .get(target.resource, target.store_namespace(), name)
-                .cloned()
-        })
-        .ok_or_else(|| ApiError::not_found(target.resource, name))?;
+    let object = named(shared, target)?;
     let rv = meta_str(&object, "resourceVersion")
         .unwrap_or_default()
         .to_owned();
@@ -165,8 +158,7 @@ pub(crate) fn list(
     params: &Params,
     request: TableRequest,
 ) -> Result<Response, ApiError> {
-    let selection = Selection::from_params(params)?;
-    let (items, rv) = select(shared, target, &selection);
+    let (items, rv) = selected(shared, target, params)?;
     let body = table(
         target.resource,
         items.iter().map(AsRef::as_ref),

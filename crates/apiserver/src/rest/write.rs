@@ -7,10 +7,10 @@
 //! removes it once it is empty. Unlike a real cluster, a pod without finalizers is removed at
 //! once (there is no kubelet to confirm its graceful termination).
 
-use super::read::{list_response, select, Selection};
+use super::read::{list_response, selected};
 use super::{resource_response, Params, Target};
 use crate::admission::{
-    check_namespace, has_finalizers, is_terminating, parse_body, prepare_create, prepare_update,
+    check_namespace, has_finalizers, is_terminating, prepare_create, prepare_update,
     PROTECTED_NAMESPACES,
 };
 use crate::gc::{self, Propagation};
@@ -25,19 +25,10 @@ use axum::response::Response;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// Creates an object; `namespace` is required for namespaced resources.
+/// Creates an object; `namespace` is required for namespaced resources. `writer` is recorded
+/// in the object's managedFields when one is given (requests; the manifest loader and the
+/// garbage collector write without).
 pub(crate) fn create(
-    cluster: &mut Cluster,
-    resource: &'static Resource,
-    namespace: Option<&str>,
-    body: Value,
-) -> Result<Arc<Value>, ApiError> {
-    create_as(cluster, resource, namespace, body, None)
-}
-
-/// [`create`], recording `writer` in the object's managedFields when one is given (requests;
-/// the manifest loader and the garbage collector write without).
-pub(crate) fn create_as(
     cluster: &mut Cluster,
     resource: &'static Resource,
     namespace: Option<&str>,
@@ -73,8 +64,9 @@ pub(crate) fn create_as(
     Ok(store.create(resource, object))
 }
 
-/// Replaces an object (or its status). Returns the stored object and whether it was created
-/// (PUT creates endpoints, events and leases that do not exist, as the real server does).
+/// Replaces an object (or its status), recording `writer` in the object's managedFields when
+/// one is given. PUT creates endpoints, events and leases that do not exist, as the real
+/// server does.
 pub(crate) fn update(
     cluster: &mut Cluster,
     resource: &'static Resource,
@@ -82,20 +74,8 @@ pub(crate) fn update(
     name: &str,
     body: Value,
     status_only: bool,
-) -> Result<(Arc<Value>, bool), ApiError> {
-    update_as(cluster, resource, namespace, name, body, status_only, None)
-}
-
-/// [`update`], recording `writer` in the object's managedFields when one is given.
-pub(crate) fn update_as(
-    cluster: &mut Cluster,
-    resource: &'static Resource,
-    namespace: &str,
-    name: &str,
-    body: Value,
-    status_only: bool,
     writer: Option<&Writer>,
-) -> Result<(Arc<Value>, bool), ApiError> {
+) -> Result<(Arc<Value>, Written), ApiError> {
     let Some(old) = cluster.store.get(resource, namespace, name).cloned() else {
         if resource.create_on_update && !status_only {
             if meta_str(&body, "name").is_some_and(|n| n != name) {
@@ -108,7 +88,7 @@ pub(crate) fn update_as(
                 set_meta(&mut body, "name", json!(name));
             }
             let ns = resource.namespaced.then_some(namespace);
-            return create_as(cluster, resource, ns, body, writer).map(|o| (o, true));
+            return create(cluster, resource, ns, body, writer).map(|o| (o, Written::Created));
         }
         return Err(ApiError::not_found(resource, name));
     };
@@ -124,14 +104,34 @@ pub(crate) fn update_as(
     }
     if is_terminating(&new) && !has_finalizers(&new) {
         // The last finalizer of a deleting object is gone: the deletion completes now.
-        let removed = cluster
-            .store
-            .remove(resource, namespace, name)
-            .ok_or_else(|| ApiError::not_found(resource, name))?;
-        after_removal(cluster, resource, &removed);
-        return Ok((removed, false));
+        return Ok((
+            remove(cluster, resource, namespace, name)?,
+            Written::Removed,
+        ));
     }
-    Ok((cluster.store.update(resource, new), false))
+    Ok((cluster.store.update(resource, new), Written::Changed))
+}
+
+/// What a write did to its object, which tells the status code of the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    Created,
+    Changed,
+    Removed,
+    /// Marked for deletion: finalizers (or a namespace's content) hold it back.
+    Terminating,
+}
+
+impl Written {
+    /// kube-apiserver answers 201 for a created object and 202 while finalizers hold a deleted
+    /// one back.
+    pub(crate) fn code(self) -> StatusCode {
+        match self {
+            Self::Created => StatusCode::CREATED,
+            Self::Changed | Self::Removed => StatusCode::OK,
+            Self::Terminating => StatusCode::ACCEPTED,
+        }
+    }
 }
 
 /// The parts of `DeleteOptions` the server honours.
@@ -207,15 +207,16 @@ fn grace_period(resource: &Resource, object: &Value, options: &DeleteOptions) ->
     })
 }
 
-/// Deletes an object. Returns the object as last stored and whether it is gone (objects with
-/// finalizers, and namespaces with finalized content, stay until they are released).
+/// Deletes an object. Returns the object as last stored and whether it is gone or terminating
+/// (objects with finalizers, and namespaces with finalized content, stay until they are
+/// released).
 pub(crate) fn delete(
     cluster: &mut Cluster,
     resource: &'static Resource,
     namespace: &str,
     name: &str,
     options: &DeleteOptions,
-) -> Result<(Arc<Value>, bool), ApiError> {
+) -> Result<(Arc<Value>, Written), ApiError> {
     let old = cluster
         .store
         .get(resource, namespace, name)
@@ -248,15 +249,13 @@ pub(crate) fn delete(
         Propagation::Foreground | Propagation::Background => {}
     }
     if !has_finalizers(&old) {
-        let removed = cluster
-            .store
-            .remove(resource, namespace, name)
-            .ok_or_else(|| ApiError::not_found(resource, name))?;
-        after_removal(cluster, resource, &removed);
-        return Ok((removed, true));
+        return Ok((
+            remove(cluster, resource, namespace, name)?,
+            Written::Removed,
+        ));
     }
     if is_terminating(&old) {
-        return Ok((old, false));
+        return Ok((old, Written::Terminating));
     }
     let mut marked = Arc::unwrap_or_clone(old);
     let grace = grace_period(resource, &marked, options);
@@ -277,18 +276,18 @@ pub(crate) fn delete(
     if options.propagation == Propagation::Foreground {
         gc::after_foreground_mark(cluster, resource, &marked);
         return Ok(match cluster.store.get(resource, namespace, name) {
-            Some(current) => (current.clone(), false),
-            None => (marked, true),
+            Some(current) => (current.clone(), Written::Terminating),
+            None => (marked, Written::Removed),
         });
     }
-    Ok((marked, false))
+    Ok((marked, Written::Terminating))
 }
 
 fn delete_namespace(
     cluster: &mut Cluster,
     name: &str,
     old: Arc<Value>,
-) -> Result<(Arc<Value>, bool), ApiError> {
+) -> Result<(Arc<Value>, Written), ApiError> {
     let namespaces = resources::namespaces();
     if PROTECTED_NAMESPACES.contains(&name) {
         return Err(ApiError::forbidden(
@@ -322,8 +321,8 @@ fn delete_namespace(
     }
     finish_namespace(cluster, name);
     match cluster.store.get(namespaces, "", name) {
-        Some(current) => Ok((current.clone(), false)),
-        None => Ok((last, true)),
+        Some(current) => Ok((current.clone(), Written::Terminating)),
+        None => Ok((last, Written::Removed)),
     }
 }
 
@@ -339,6 +338,21 @@ fn finish_namespace(cluster: &mut Cluster, namespace: &str) {
     }
 }
 
+/// Removes an object whose deletion completes, and does what follows its removal.
+fn remove(
+    cluster: &mut Cluster,
+    resource: &'static Resource,
+    namespace: &str,
+    name: &str,
+) -> Result<Arc<Value>, ApiError> {
+    let removed = cluster
+        .store
+        .remove(resource, namespace, name)
+        .ok_or_else(|| ApiError::not_found(resource, name))?;
+    after_removal(cluster, resource, &removed);
+    Ok(removed)
+}
+
 /// After a deletion completed: the garbage collector sees to the removed object's dependents,
 /// and a namespace waiting for its content may now be empty.
 fn after_removal(cluster: &mut Cluster, resource: &Resource, removed: &Value) {
@@ -348,53 +362,50 @@ fn after_removal(cluster: &mut Cluster, resource: &Resource, removed: &Value) {
     }
 }
 
+/// POST of `object`, the request's body.
 pub(crate) fn create_request(
     shared: &Shared,
     target: &Target,
-    body: &[u8],
+    object: Value,
 ) -> Result<Response, ApiError> {
-    let value = parse_body(target.resource, body)?;
     let writer = Writer::update(&target.manager, false);
     let created = shared.mutate(target.dry_run, |c| {
-        create_as(
+        create(
             c,
             target.resource,
             target.namespace.as_deref(),
-            value,
+            object,
             Some(&writer),
         )
     })?;
     Ok(resource_response(target, StatusCode::CREATED, &created))
 }
 
+/// PUT of `object`, the request's body.
 pub(crate) fn update_request(
     shared: &Shared,
     target: &Target,
-    body: &[u8],
+    object: Value,
 ) -> Result<Response, ApiError> {
-    let value = parse_body(target.resource, body)?;
     let name = target.name.as_deref().unwrap_or_default();
-    validation::check_put_name(&value, name)?;
+    validation::check_put_name(&object, name)?;
     let writer = Writer::update(&target.manager, target.is_status());
-    let (object, created) = shared.mutate(target.dry_run, |c| {
-        update_as(
+    let (stored, written) = shared.mutate(target.dry_run, |c| {
+        update(
             c,
             target.resource,
             target.store_namespace(),
             name,
-            value,
+            object,
             target.is_status(),
             Some(&writer),
         )
     })?;
-    let code = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok(resource_response(target, code, &object))
+    Ok(resource_response(target, written.code(), &stored))
 }
 
+/// DELETE of the named object, or of the selected objects of a collection path
+/// (deletecollection).
 pub(crate) fn delete_request(
     shared: &Shared,
     target: &Target,
@@ -402,34 +413,28 @@ pub(crate) fn delete_request(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let options = DeleteOptions::from_request(params, body)?;
-    let name = target.name.as_deref().unwrap_or_default();
-    let (object, gone) = shared.mutate(target.dry_run, |c| {
+    let Some(name) = target.name.as_deref() else {
+        return delete_collection(shared, target, params, &options);
+    };
+    let (object, written) = shared.mutate(target.dry_run, |c| {
         delete(c, target.resource, target.store_namespace(), name, &options)
     })?;
-    // kube-apiserver answers 202 while finalizers hold the object back.
-    let code = if gone {
-        StatusCode::OK
-    } else {
-        StatusCode::ACCEPTED
-    };
-    Ok(resource_response(target, code, &object))
+    Ok(resource_response(target, written.code(), &object))
 }
 
-pub(crate) fn delete_collection_request(
+fn delete_collection(
     shared: &Shared,
     target: &Target,
     params: &Params,
-    body: &[u8],
+    options: &DeleteOptions,
 ) -> Result<Response, ApiError> {
-    let options = DeleteOptions::from_request(params, body)?;
-    let selection = Selection::from_params(params)?;
-    let (selected, _) = select(shared, target, &selection);
+    let (objects, _) = selected(shared, target, params)?;
     let (deleted, rv) = shared.mutate(target.dry_run, |c| {
         let mut deleted = Vec::new();
-        for object in &selected {
+        for object in &objects {
             let ns = meta_str(object, "namespace").unwrap_or_default();
             let name = meta_str(object, "name").unwrap_or_default();
-            match delete(c, target.resource, ns, name, &options) {
+            match delete(c, target.resource, ns, name, options) {
                 Ok((object, _)) => deleted.push(object),
                 Err(e) if e.code() == 404 => {}
                 Err(e) => return Err(e),
@@ -451,13 +456,8 @@ mod tests {
             stamps: crate::random::Stamps::new(1, None),
             ips: Default::default(),
         };
-        create(
-            &mut c,
-            resources::namespaces(),
-            None,
-            json!({"metadata": {"name": "ns"}}),
-        )
-        .unwrap();
+        let ns = json!({"metadata": {"name": "ns"}});
+        create(&mut c, resources::namespaces(), None, ns, None).unwrap();
         c
     }
 
@@ -465,36 +465,34 @@ mod tests {
         find("", "v1", "pods").unwrap()
     }
 
+    /// Creates a pod with `metadata` in namespace `ns`.
+    fn create_pod(c: &mut Cluster, metadata: Value) -> Result<Arc<Value>, ApiError> {
+        create(c, pods(), Some("ns"), json!({ "metadata": metadata }), None)
+    }
+
+    /// Replaces pod `name` of namespace `ns` with `body`.
+    fn update_pod(c: &mut Cluster, name: &str, body: Value) -> Result<Written, ApiError> {
+        update(c, pods(), "ns", name, body, false, None).map(|(_, written)| written)
+    }
+
+    fn delete_namespace(c: &mut Cluster, name: &str) -> Result<(Arc<Value>, Written), ApiError> {
+        let namespaces = resources::namespaces();
+        delete(c, namespaces, "", name, &DeleteOptions::default())
+    }
+
     #[test]
     fn create_of_an_existing_name_is_already_exists() {
         let mut c = cluster();
-        create(
-            &mut c,
-            pods(),
-            Some("ns"),
-            json!({"metadata": {"name": "p"}}),
-        )
-        .unwrap();
-        let err = create(
-            &mut c,
-            pods(),
-            Some("ns"),
-            json!({"metadata": {"name": "p"}}),
-        )
-        .unwrap_err();
+        create_pod(&mut c, json!({"name": "p"})).unwrap();
+        let err = create_pod(&mut c, json!({"name": "p"})).unwrap_err();
         assert_eq!((err.code(), err.reason()), (409, "AlreadyExists"));
     }
 
     #[test]
     fn create_in_a_missing_namespace_is_not_found() {
         let mut c = cluster();
-        let err = create(
-            &mut c,
-            pods(),
-            Some("nope"),
-            json!({"metadata": {"name": "p"}}),
-        )
-        .unwrap_err();
+        let body = json!({"metadata": {"name": "p"}});
+        let err = create(&mut c, pods(), Some("nope"), body, None).unwrap_err();
         assert_eq!(err.code(), 404);
         assert_eq!(err.message(), "namespaces \"nope\" not found");
     }
@@ -502,100 +500,52 @@ mod tests {
     #[test]
     fn update_with_a_stale_resource_version_conflicts() {
         let mut c = cluster();
-        let p = create(
-            &mut c,
-            pods(),
-            Some("ns"),
-            json!({"metadata": {"name": "p"}}),
-        )
-        .unwrap();
+        let p = create_pod(&mut c, json!({"name": "p"})).unwrap();
         let mut body = (*p).clone();
-        update(&mut c, pods(), "ns", "p", body.clone(), false).unwrap();
+        update_pod(&mut c, "p", body.clone()).unwrap();
         body["metadata"]["labels"] = json!({"a": "b"});
-        let err = update(&mut c, pods(), "ns", "p", body, false).unwrap_err();
+        let err = update_pod(&mut c, "p", body).unwrap_err();
         assert_eq!((err.code(), err.reason()), (409, "Conflict"));
     }
 
     #[test]
     fn object_with_finalizer_is_kept_terminating_until_the_finalizer_is_removed() {
         let mut c = cluster();
-        create(
-            &mut c,
-            pods(),
-            Some("ns"),
-            json!({"metadata": {"name": "p", "finalizers": ["x/y"]}}),
-        )
-        .unwrap();
-        let (marked, gone) = delete(&mut c, pods(), "ns", "p", &DeleteOptions::default()).unwrap();
-        assert!(!gone);
+        create_pod(&mut c, json!({"name": "p", "finalizers": ["x/y"]})).unwrap();
+        let (marked, written) =
+            delete(&mut c, pods(), "ns", "p", &DeleteOptions::default()).unwrap();
+        assert_eq!(written, Written::Terminating);
         assert!(is_terminating(&marked));
         let mut body = (*marked).clone();
         body["metadata"]["finalizers"] = json!([]);
-        update(&mut c, pods(), "ns", "p", body, false).unwrap();
+        update_pod(&mut c, "p", body).unwrap();
         assert!(c.store.get(pods(), "ns", "p").is_none());
     }
 
     #[test]
     fn namespace_delete_terminates_then_goes_away_when_empty() {
         let mut c = cluster();
-        create(
-            &mut c,
-            pods(),
-            Some("ns"),
-            json!({"metadata": {"name": "held", "finalizers": ["x/y"]}}),
-        )
-        .unwrap();
-        create(
-            &mut c,
-            pods(),
-            Some("ns"),
-            json!({"metadata": {"name": "free"}}),
-        )
-        .unwrap();
-        let (ns, gone) = delete(
-            &mut c,
-            resources::namespaces(),
-            "",
-            "ns",
-            &DeleteOptions::default(),
-        )
-        .unwrap();
-        assert!(!gone);
+        create_pod(&mut c, json!({"name": "held", "finalizers": ["x/y"]})).unwrap();
+        create_pod(&mut c, json!({"name": "free"})).unwrap();
+        let (ns, written) = delete_namespace(&mut c, "ns").unwrap();
+        assert_eq!(written, Written::Terminating);
         assert_eq!(ns["status"]["phase"], "Terminating");
         assert!(c.store.get(pods(), "ns", "free").is_none());
-        let err = create(
-            &mut c,
-            pods(),
-            Some("ns"),
-            json!({"metadata": {"name": "new"}}),
-        )
-        .unwrap_err();
+        let err = create_pod(&mut c, json!({"name": "new"})).unwrap_err();
         assert_eq!(err.code(), 403);
 
         let mut held = (**c.store.get(pods(), "ns", "held").unwrap()).clone();
         held["metadata"]["finalizers"] = json!(null);
-        update(&mut c, pods(), "ns", "held", held, false).unwrap();
+        update_pod(&mut c, "held", held).unwrap();
         assert!(c.store.get(resources::namespaces(), "", "ns").is_none());
     }
 
     #[test]
     fn default_namespace_cannot_be_deleted() {
         let mut c = cluster();
-        create(
-            &mut c,
-            resources::namespaces(),
-            None,
-            json!({"metadata": {"name": "default"}}),
-        )
-        .unwrap();
-        let err = delete(
-            &mut c,
-            resources::namespaces(),
-            "",
-            "default",
-            &DeleteOptions::default(),
-        )
-        .unwrap_err();
+        let default = json!({"metadata": {"name": "default"}});
+        create(&mut c, resources::namespaces(), None, default, None).unwrap();
+        let err = delete_namespace(&mut c, "default").unwrap_err();
         assert_eq!(err.code(), 403);
     }
 }

@@ -4,10 +4,10 @@
 //! names and known protocols. Upstream checks no port number range on slices (a missing port
 //! means "all ports"), so neither do we.
 
-use super::field::{invalid_each, FieldError, Path};
+use super::field::{at_most, invalid_each, FieldError, Path};
 use super::formats::{
     dns1123_label, dns1123_subdomain, endpoint_ip, fully_qualified_domain_name, ip_of_family,
-    label_value, qualified_name, Family,
+    label_value, Family, Rule,
 };
 use super::meta::{optional_name, validate_labels};
 use super::ports;
@@ -60,9 +60,8 @@ pub(crate) fn validate(object: &Value, old: Option<&Value>, errors: &mut Vec<Fie
 
 fn endpoints(endpoints: &[Endpoint], address_type: &str, errors: &mut Vec<FieldError>) {
     let path = Path::new("endpoints");
-    if endpoints.len() > MAX_ENDPOINTS {
+    if !at_most(errors, &path, endpoints.len(), MAX_ENDPOINTS) {
         // Upstream stops here: checking a thousand more endpoints would only bury this error.
-        errors.push(FieldError::too_many(&path, endpoints.len(), MAX_ENDPOINTS));
         return;
     }
     for (i, endpoint) in endpoints.iter().enumerate() {
@@ -74,12 +73,8 @@ fn endpoints(endpoints: &[Endpoint], address_type: &str, errors: &mut Vec<FieldE
                 &addresses_path,
                 "must contain at least 1 address",
             ));
-        } else if addresses.len() > MAX_ADDRESSES {
-            errors.push(FieldError::too_many(
-                &addresses_path,
-                addresses.len(),
-                MAX_ADDRESSES,
-            ));
+        } else {
+            at_most(errors, &addresses_path, addresses.len(), MAX_ADDRESSES);
         }
         for (j, address) in addresses.iter().enumerate() {
             let path = addresses_path.index(j);
@@ -106,13 +101,7 @@ fn endpoints(endpoints: &[Endpoint], address_type: &str, errors: &mut Vec<FieldE
         optional_name(node, dns1123_subdomain, &path.child("nodeName"), errors);
         if let Some(topology) = &endpoint.deprecated_topology {
             let topology_path = path.child("deprecatedTopology");
-            if topology.len() > MAX_TOPOLOGY_LABELS {
-                errors.push(FieldError::too_many(
-                    &topology_path,
-                    topology.len(),
-                    MAX_TOPOLOGY_LABELS,
-                ));
-            }
+            at_most(errors, &topology_path, topology.len(), MAX_TOPOLOGY_LABELS);
             let pairs = topology.iter().map(|(k, v)| (k.as_str(), v.as_str()));
             validate_labels(pairs, &topology_path, errors);
         }
@@ -132,53 +121,41 @@ fn endpoints(endpoints: &[Endpoint], address_type: &str, errors: &mut Vec<FieldE
 }
 
 fn endpoint_hints(hints: &EndpointHints, path: &Path, errors: &mut Vec<FieldError>) {
-    let zones = hints.for_zones.as_deref().unwrap_or_default();
-    let zones_path = path.child("forZones");
-    if zones.len() > MAX_ZONE_HINTS {
-        errors.push(FieldError::too_many(
-            &zones_path,
-            zones.len(),
-            MAX_ZONE_HINTS,
-        ));
-    } else {
-        let mut seen = BTreeSet::new();
-        for (i, zone) in zones.iter().enumerate() {
-            let name_path = zones_path.index(i).child("name");
-            if !seen.insert(zone.name.as_str()) {
-                errors.push(FieldError::duplicate(&name_path, zone.name.as_str()));
-            }
-            invalid_each(errors, &name_path, &zone.name, label_value(&zone.name));
-        }
-    }
-    let nodes = hints.for_nodes.as_deref().unwrap_or_default();
-    let nodes_path = path.child("forNodes");
-    if nodes.len() > MAX_NODE_HINTS {
-        errors.push(FieldError::too_many(
-            &nodes_path,
-            nodes.len(),
+    let zones = hints.for_zones.iter().flatten().map(|z| z.name.as_str());
+    let nodes = hints.for_nodes.iter().flatten().map(|n| n.name.as_str());
+    let kinds: [(&str, Vec<&str>, usize, Rule); 2] = [
+        ("forZones", zones.collect(), MAX_ZONE_HINTS, label_value),
+        (
+            "forNodes",
+            nodes.collect(),
             MAX_NODE_HINTS,
-        ));
-    } else {
-        let mut seen = BTreeSet::new();
-        for (i, node) in nodes.iter().enumerate() {
-            let name_path = nodes_path.index(i).child("name");
-            if !seen.insert(node.name.as_str()) {
-                errors.push(FieldError::duplicate(&name_path, node.name.as_str()));
-            }
-            invalid_each(
-                errors,
-                &name_path,
-                &node.name,
-                dns1123_subdomain(&node.name),
-            );
+            dns1123_subdomain,
+        ),
+    ];
+    for (field, names, max, rule) in kinds {
+        hint_names(&names, max, rule, &path.child(field), errors);
+    }
+}
+
+/// The names of one kind of hint (zones or nodes): at most `max`, each given once and valid
+/// as `rule` says.
+fn hint_names(names: &[&str], max: usize, rule: Rule, path: &Path, errors: &mut Vec<FieldError>) {
+    if !at_most(errors, path, names.len(), max) {
+        return;
+    }
+    let mut seen = BTreeSet::new();
+    for (i, name) in names.iter().enumerate() {
+        let name_path = path.index(i).child("name");
+        if !seen.insert(name) {
+            errors.push(FieldError::duplicate(&name_path, *name));
         }
+        invalid_each(errors, &name_path, name, rule(name));
     }
 }
 
 fn slice_ports(ports: &[EndpointPort], errors: &mut Vec<FieldError>) {
     let path = Path::new("ports");
-    if ports.len() > MAX_PORTS {
-        errors.push(FieldError::too_many(&path, ports.len(), MAX_PORTS));
+    if !at_most(errors, &path, ports.len(), MAX_PORTS) {
         return;
     }
     let mut names = BTreeSet::new();
@@ -192,8 +169,7 @@ fn slice_ports(ports: &[EndpointPort], errors: &mut Vec<FieldError>) {
             errors.push(FieldError::duplicate(&path.child("name"), name));
         }
         ports::protocol(port.protocol.as_deref(), &path.child("protocol"), errors);
-        if let Some(app) = port.app_protocol.as_deref() {
-            invalid_each(errors, &path.child("appProtocol"), app, qualified_name(app));
-        }
+        let app = port.app_protocol.as_deref();
+        ports::app_protocol(app, &path.child("appProtocol"), errors);
     }
 }

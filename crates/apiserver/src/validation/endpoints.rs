@@ -2,7 +2,7 @@
 //! destination, valid hostnames and node names, and ports as upstream allows them.
 
 use super::field::{invalid_each, FieldError, Path};
-use super::formats::{dns1123_label, dns1123_subdomain, endpoint_ip, legacy_ip, qualified_name};
+use super::formats::{dns1123_label, dns1123_subdomain, endpoint_ip, legacy_ip};
 use super::meta::optional_name;
 use super::ports;
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, Endpoints};
@@ -33,7 +33,7 @@ pub(crate) fn validate(object: &Value, errors: &mut Vec<FieldError>) {
         }
         let ports = subset.ports.as_deref().unwrap_or_default();
         for (j, port) in ports.iter().enumerate() {
-            endpoint_port(port, ports.len() > 1, &path.child("ports").index(j), errors);
+            endpoint_port(port, ports.len(), &path.child("ports").index(j), errors);
         }
     }
 }
@@ -52,21 +52,12 @@ fn endpoint_address(address: &EndpointAddress, path: &Path, errors: &mut Vec<Fie
     }
 }
 
-fn endpoint_port(
-    port: &EndpointPort,
-    require_name: bool,
-    path: &Path,
-    errors: &mut Vec<FieldError>,
-) {
+/// A port of a subset of `ports` ports.
+fn endpoint_port(port: &EndpointPort, ports: usize, path: &Path, errors: &mut Vec<FieldError>) {
     let name = port.name.as_deref().unwrap_or_default();
-    if require_name && name.is_empty() {
-        errors.push(FieldError::required(&path.child("name"), ""));
-    } else if !name.is_empty() {
-        invalid_each(errors, &path.child("name"), name, dns1123_label(name));
-    }
+    ports::name(name, ports, &path.child("name"), errors);
     ports::number(port.port, &path.child("port"), errors);
     ports::protocol(port.protocol.as_deref(), &path.child("protocol"), errors);
-    if let Some(app) = port.app_protocol.as_deref() {
-        invalid_each(errors, &path.child("appProtocol"), app, qualified_name(app));
-    }
+    let app = port.app_protocol.as_deref();
+    ports::app_protocol(app, &path.child("appProtocol"), errors);
 }

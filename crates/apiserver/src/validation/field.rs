@@ -225,6 +225,15 @@ pub(crate) fn invalid_each(
     );
 }
 
+/// Reports the list at `field` when its `len` items are more than `max`; returns whether it
+/// is within the limit.
+pub(crate) fn at_most(errors: &mut Vec<FieldError>, field: &Path, len: usize, max: usize) -> bool {
+    if len > max {
+        errors.push(FieldError::too_many(field, len, max));
+    }
+    len <= max
+}
+
 /// The 422 kube-apiserver answers for an object with field errors: the message lists every
 /// distinct error (in brackets when there are several), and each becomes a cause.
 pub(crate) fn into_api_error(resource: &Resource, name: &str, errors: &[FieldError]) -> ApiError {

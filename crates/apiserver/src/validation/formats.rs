@@ -20,6 +20,9 @@ const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', 
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
+/// A format check: the problems of a value, as upstream's messages; empty when it is fine.
+pub(crate) type Rule = fn(&str) -> Vec<String>;
+
 /// Longest DNS label.
 const LABEL_MAX: usize = 63;
 /// Longest DNS subdomain.
@@ -220,18 +223,16 @@ pub(crate) struct SloppyIp {
     pub mapped: bool,
 }
 
-/// Parses dotted-quad IPv4 allowing leading zeros in octets (`010.001.002.003`).
+/// Parses dotted-quad IPv4 allowing leading zeros in octets (`010.001.002.003`), with the
+/// parser upstream's `ParseIPSloppy` rules already have in `reconcile`.
 fn parse_ipv4_with_zeros(text: &str) -> Option<Ipv4Addr> {
-    let mut octets = [0u8; 4];
-    let mut parts = text.split('.');
-    for octet in &mut octets {
-        let part = parts.next()?;
-        if part.is_empty() || part.len() > 3 || !part.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        *octet = part.parse().ok()?;
+    if text.contains(':') {
+        return None;
     }
-    parts.next().is_none().then(|| Ipv4Addr::from(octets))
+    match reconcile::ip::parse_sloppy(text)? {
+        IpAddr::V4(ip) => Some(ip),
+        IpAddr::V6(_) => None,
+    }
 }
 
 /// Parses an IP address leniently; `None` when it is no IP at all.
@@ -363,15 +364,21 @@ mod tests {
 
     #[test]
     fn dns_labels_and_subdomains_follow_rfc_1123() {
-        assert!(dns1123_label("web-1").is_empty());
-        assert!(!dns1123_label("web.1").is_empty());
-        assert!(!dns1123_label("-web").is_empty());
+        assert_rule(dns1123_label, &["web-1"], &["web.1", "-web"]);
         assert_eq!(dns1123_label(&"a".repeat(64)).len(), 1);
-        assert!(dns1123_subdomain("a.b-c.d").is_empty());
-        assert!(!dns1123_subdomain("a..b").is_empty());
-        assert!(!dns1123_subdomain("Web").is_empty());
-        assert!(dns1035_label("web").is_empty());
-        assert!(!dns1035_label("1web").is_empty());
+        assert_rule(dns1123_subdomain, &["a.b-c.d"], &["a..b", "Web"]);
+        assert_rule(dns1035_label, &["web"], &["1web"]);
+    }
+
+    /// Asserts that `rule` finds no problem with the `valid` values and some with each of
+    /// the `invalid` ones.
+    fn assert_rule(rule: Rule, valid: &[&str], invalid: &[&str]) {
+        for value in valid {
+            assert_eq!(rule(value), Vec::<String>::new(), "{value:?}");
+        }
+        for value in invalid {
+            assert!(!rule(value).is_empty(), "{value:?}");
+        }
     }
 
     #[test]
@@ -384,24 +391,21 @@ mod tests {
 
     #[test]
     fn qualified_names_may_carry_a_subdomain_prefix() {
-        assert!(qualified_name("app").is_empty());
-        assert!(qualified_name("kubernetes.io/service-name").is_empty());
-        assert!(!qualified_name("/x").is_empty());
-        assert!(!qualified_name("a/b/c").is_empty());
-        assert!(!qualified_name("bad key").is_empty());
-        assert!(!qualified_name("Example.com/x").is_empty());
-        assert!(label_value("").is_empty());
-        assert!(label_value("My_value.1").is_empty());
-        assert!(!label_value("-x").is_empty());
+        assert_rule(
+            qualified_name,
+            &["app", "kubernetes.io/service-name"],
+            &["/x", "a/b/c", "bad key", "Example.com/x"],
+        );
+        assert_rule(label_value, &["", "My_value.1"], &["-x"]);
     }
 
     #[test]
     fn port_names_need_a_letter_and_no_double_hyphen() {
-        assert!(port_name("http").is_empty());
-        assert!(port_name("h2c-8080").is_empty());
-        assert!(!port_name("8080").is_empty());
-        assert!(!port_name("a--b").is_empty());
-        assert!(!port_name("http-proxy-12345").is_empty());
+        assert_rule(
+            port_name,
+            &["http", "h2c-8080"],
+            &["8080", "a--b", "http-proxy-12345"],
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::field::{invalid_each, FieldError, Path};
 use super::formats::{
-    dns1035_label, dns1123_label, dns1123_subdomain, label_value, qualified_name,
+    dns1035_label, dns1123_label, dns1123_subdomain, label_value, qualified_name, Rule,
 };
 use crate::resources::Resource;
 use serde_json::Value;
@@ -11,7 +11,7 @@ use serde_json::Value;
 /// The name rule of a kind: Namespace names are DNS labels (they become part of the DNS names
 /// of their Services), Service names RFC 1035 labels (they must not start with a digit), and
 /// every other kind served here takes a DNS subdomain.
-fn name_rule(resource: &Resource) -> fn(&str) -> Vec<String> {
+fn name_rule(resource: &Resource) -> Rule {
     match (resource.group, resource.kind) {
         ("", "Namespace") => dns1123_label,
         ("", "Service") => dns1035_label,
@@ -64,7 +64,7 @@ pub(crate) fn validate_labels<'a>(
 /// absent is fine.
 pub(crate) fn optional_name(
     value: Option<&str>,
-    rule: fn(&str) -> Vec<String>,
+    rule: Rule,
     path: &Path,
     errors: &mut Vec<FieldError>,
 ) {

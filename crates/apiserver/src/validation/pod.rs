@@ -3,7 +3,9 @@
 //! node name, and the pod IPs; and the rule that a pod's spec is fixed once created.
 
 use super::field::{invalid_each, BadValue, FieldError, Path};
-use super::formats::{dns1123_label, dns1123_subdomain, legacy_ip, parse_ip_sloppy, port_name};
+use super::formats::{
+    dns1123_label, dns1123_subdomain, legacy_ip, parse_ip_sloppy, port_name, Rule,
+};
 use super::meta::optional_name;
 use super::ports;
 use k8s_openapi::api::core::v1::{ContainerPort, Pod, PodIP};
@@ -24,43 +26,25 @@ pub(crate) fn validate(object: &Value, old: Option<&Value>, errors: &mut Vec<Fie
     };
     let spec_path = Path::new("spec");
     if let Some(spec) = &pod.spec {
-        for (i, container) in spec.containers.iter().enumerate() {
-            let path = spec_path.child("containers").index(i).child("ports");
-            container_ports(
-                container.ports.as_deref().unwrap_or_default(),
-                &path,
-                errors,
-            );
+        let init_containers = spec.init_containers.as_deref().unwrap_or_default();
+        for (field, containers) in [
+            ("containers", spec.containers.as_slice()),
+            ("initContainers", init_containers),
+        ] {
+            for (i, container) in containers.iter().enumerate() {
+                let ports = container.ports.as_deref().unwrap_or_default();
+                let path = spec_path.child(field).index(i).child("ports");
+                container_ports(ports, &path, errors);
+            }
         }
-        for (i, container) in spec.init_containers.iter().flatten().enumerate() {
-            let path = spec_path.child("initContainers").index(i).child("ports");
-            container_ports(
-                container.ports.as_deref().unwrap_or_default(),
-                &path,
-                errors,
-            );
+        let names: [(&str, Option<&str>, Rule); 3] = [
+            ("hostname", spec.hostname.as_deref(), dns1123_label),
+            ("subdomain", spec.subdomain.as_deref(), dns1123_label),
+            ("nodeName", spec.node_name.as_deref(), dns1123_subdomain),
+        ];
+        for (field, value, rule) in names {
+            optional_name(value, rule, &spec_path.child(field), errors);
         }
-        let hostname = spec.hostname.as_deref();
-        optional_name(
-            hostname,
-            dns1123_label,
-            &spec_path.child("hostname"),
-            errors,
-        );
-        let subdomain = spec.subdomain.as_deref();
-        optional_name(
-            subdomain,
-            dns1123_label,
-            &spec_path.child("subdomain"),
-            errors,
-        );
-        let node = spec.node_name.as_deref();
-        optional_name(
-            node,
-            dns1123_subdomain,
-            &spec_path.child("nodeName"),
-            errors,
-        );
     }
     if let Some(status) = &pod.status {
         pod_ips(

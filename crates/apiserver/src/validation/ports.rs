@@ -1,7 +1,7 @@
 //! Checks shared by every kind with ports: the protocol, the number range, named ports.
 
-use super::field::{FieldError, Path};
-use super::formats::{port_name, port_number};
+use super::field::{invalid_each, FieldError, Path};
+use super::formats::{dns1123_label, port_name, port_number, qualified_name};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 /// The protocols a port may carry.
@@ -16,6 +16,25 @@ pub(crate) fn protocol(value: Option<&str>, path: &Path, errors: &mut Vec<FieldE
             errors.push(FieldError::not_supported(path, p, PROTOCOLS));
         }
         Some(_) => {}
+    }
+}
+
+/// A port's name, in a list of `ports` ports: required when the list holds several, a DNS
+/// label when given.
+pub(crate) fn name(name: &str, ports: usize, path: &Path, errors: &mut Vec<FieldError>) {
+    if name.is_empty() {
+        if ports > 1 {
+            errors.push(FieldError::required(path, ""));
+        }
+    } else {
+        invalid_each(errors, path, name, dns1123_label(name));
+    }
+}
+
+/// A port's `appProtocol`, when given: a qualified name.
+pub(crate) fn app_protocol(value: Option<&str>, path: &Path, errors: &mut Vec<FieldError>) {
+    if let Some(app) = value {
+        invalid_each(errors, path, app, qualified_name(app));
     }
 }
 

@@ -3,7 +3,7 @@
 //! from one with a virtual IP.
 
 use super::field::{go_string_list, invalid_each, FieldError, Path};
-use super::formats::{dns1123_label, dns1123_subdomain, legacy_ip};
+use super::formats::{dns1123_subdomain, legacy_ip};
 use super::meta::validate_labels;
 use super::ports;
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
@@ -34,7 +34,7 @@ pub(crate) fn validate(object: &Value, errors: &mut Vec<FieldError>) {
     for (i, port) in ports.iter().enumerate() {
         service_port(
             port,
-            ports.len() > 1,
+            ports.len(),
             &mut names,
             &path.child("ports").index(i),
             errors,
@@ -76,35 +76,26 @@ fn external_name(spec: &ServiceSpec, path: &Path, errors: &mut Vec<FieldError>) 
     }
 }
 
+/// A port of a Service with `ports` ports; `names` holds the names of the ports before it.
 fn service_port(
     port: &ServicePort,
-    require_name: bool,
+    ports: usize,
     names: &mut BTreeSet<String>,
     path: &Path,
     errors: &mut Vec<FieldError>,
 ) {
     let name = port.name.as_deref().unwrap_or_default();
-    if require_name && name.is_empty() {
-        errors.push(FieldError::required(&path.child("name"), ""));
-    } else if !name.is_empty() {
-        invalid_each(errors, &path.child("name"), name, dns1123_label(name));
-        if !names.insert(name.to_owned()) {
-            errors.push(FieldError::duplicate(&path.child("name"), name));
-        }
+    ports::name(name, ports, &path.child("name"), errors);
+    if !name.is_empty() && !names.insert(name.to_owned()) {
+        errors.push(FieldError::duplicate(&path.child("name"), name));
     }
     ports::number(port.port, &path.child("port"), errors);
     ports::protocol(port.protocol.as_deref(), &path.child("protocol"), errors);
     if let Some(target) = &port.target_port {
         ports::number_or_name(target, &path.child("targetPort"), errors);
     }
-    if let Some(app) = port.app_protocol.as_deref() {
-        invalid_each(
-            errors,
-            &path.child("appProtocol"),
-            app,
-            super::formats::qualified_name(app),
-        );
-    }
+    let app = port.app_protocol.as_deref();
+    ports::app_protocol(app, &path.child("appProtocol"), errors);
 }
 
 /// `clusterIP` and `clusterIPs` agree, hold at most two valid IPs, and "None" only alone.

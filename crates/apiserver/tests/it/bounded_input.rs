@@ -238,7 +238,7 @@ mod mutated_requests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig::with_cases(512))]
 
         #[test]
         fn mutated_writes_are_answered_with_an_object_or_a_status(

@@ -1,7 +1,7 @@
 //! Garbage collection by ownerReferences, driven with the real kube client: background
 //! deletion of dependents, and the Foreground and Orphan propagation policies.
 
-use crate::pod;
+use crate::{get, pod};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -12,25 +12,22 @@ use testkit::server::api_status;
 use testkit::server::start;
 use testkit::within;
 
-fn owner_ref<K: Resource<DynamicType = ()>>(owner: &K, block: bool) -> Value {
+/// Whether a dependent holds its owner's foreground deletion back (`blockOwnerDeletion`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Blocks {
+    Owner,
+    Nothing,
+}
+
+fn owner_ref<K: Resource<DynamicType = ()>>(owner: &K, blocks: Blocks) -> Value {
     json!({
         "apiVersion": K::api_version(&()),
         "kind": K::kind(&()),
         "name": owner.meta().name,
         "uid": owner.meta().uid,
         "controller": true,
-        "blockOwnerDeletion": block,
+        "blockOwnerDeletion": blocks == Blocks::Owner,
     })
-}
-
-fn slice(name: &str, owners: Vec<Value>, finalizers: &[&str]) -> EndpointSlice {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "labels": {"kubernetes.io/service-name": "web"},
-            "ownerReferences": owners, "finalizers": finalizers},
-        "addressType": "IPv4",
-        "endpoints": [],
-    }))
-    .unwrap()
 }
 
 async fn create_service(client: &Client, name: &str) -> Service {
@@ -45,7 +42,36 @@ async fn create_service(client: &Client, name: &str) -> Service {
         .unwrap()
 }
 
-async fn create_slice(client: &Client, slice: EndpointSlice) -> EndpointSlice {
+/// Deletes Service `web` with `params`.
+async fn delete_web(client: &Client, params: &DeleteParams) {
+    Api::<Service>::default_namespaced(client.clone())
+        .delete("web", params)
+        .await
+        .unwrap();
+}
+
+/// Creates Service `web` and its slice `held`, which a finalizer keeps.
+async fn web_and_held_slice(client: &Client, blocks: Blocks) -> Service {
+    let svc = create_service(client, "web").await;
+    let owners = vec![owner_ref(&svc, blocks)];
+    create_slice(client, "held", owners, &["example.com/hold"]).await;
+    svc
+}
+
+/// Creates slice `name` of Service `web`, owned by `owners` and held by `finalizers`.
+async fn create_slice(
+    client: &Client,
+    name: &str,
+    owners: Vec<Value>,
+    finalizers: &[&str],
+) -> EndpointSlice {
+    let slice: EndpointSlice = serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/service-name": "web"},
+            "ownerReferences": owners, "finalizers": finalizers},
+        "addressType": "IPv4",
+        "endpoints": [],
+    }))
+    .unwrap();
     Api::<EndpointSlice>::default_namespaced(client.clone())
         .create(&PostParams::default(), &slice)
         .await
@@ -68,13 +94,10 @@ async fn deleting_a_service_deletes_its_endpoint_slices_with_watch_events() {
     let (_server, client) = start();
     let svc = create_service(&client, "web").await;
     let other = create_service(&client, "other").await;
-    create_slice(&client, slice("web-a", vec![owner_ref(&svc, true)], &[])).await;
-    create_slice(&client, slice("web-b", vec![owner_ref(&svc, true)], &[])).await;
-    create_slice(
-        &client,
-        slice("other-a", vec![owner_ref(&other, true)], &[]),
-    )
-    .await;
+    create_slice(&client, "web-a", vec![owner_ref(&svc, Blocks::Owner)], &[]).await;
+    create_slice(&client, "web-b", vec![owner_ref(&svc, Blocks::Owner)], &[]).await;
+    let owners = vec![owner_ref(&other, Blocks::Owner)];
+    create_slice(&client, "other-a", owners, &[]).await;
     let slices: Api<EndpointSlice> = Api::default_namespaced(client.clone());
     let version = slices
         .list(&Default::default())
@@ -89,10 +112,7 @@ async fn deleting_a_service_deletes_its_endpoint_slices_with_watch_events() {
         .unwrap()
         .boxed();
 
-    Api::<Service>::default_namespaced(client.clone())
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap();
+    delete_web(&client, &DeleteParams::default()).await;
 
     assert_eq!(slice_names(&client).await, ["other-a"]);
     let mut deleted = Vec::new();
@@ -118,11 +138,8 @@ async fn a_slice_owned_by_endpoints_goes_with_its_endpoints() {
         )
         .await
         .unwrap();
-    create_slice(
-        &client,
-        slice("web-mirror", vec![owner_ref(&ep, true)], &[]),
-    )
-    .await;
+    let owners = vec![owner_ref(&ep, Blocks::Owner)];
+    create_slice(&client, "web-mirror", owners, &[]).await;
     endpoints
         .delete("web", &DeleteParams::default())
         .await
@@ -135,23 +152,13 @@ async fn a_dependent_with_another_owner_left_loses_only_the_reference_to_the_del
     let (_server, client) = start();
     let web = create_service(&client, "web").await;
     let other = create_service(&client, "other").await;
-    create_slice(
-        &client,
-        slice(
-            "shared",
-            vec![owner_ref(&web, false), owner_ref(&other, false)],
-            &[],
-        ),
-    )
-    .await;
-    Api::<Service>::default_namespaced(client.clone())
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap();
-    let kept = Api::<EndpointSlice>::default_namespaced(client)
-        .get("shared")
-        .await
-        .unwrap();
+    let owners = vec![
+        owner_ref(&web, Blocks::Nothing),
+        owner_ref(&other, Blocks::Nothing),
+    ];
+    create_slice(&client, "shared", owners, &[]).await;
+    delete_web(&client, &DeleteParams::default()).await;
+    let kept: EndpointSlice = get(&client, "shared").await;
     let owners: Vec<String> = kept
         .owner_references()
         .iter()
@@ -166,28 +173,17 @@ async fn an_owner_of_a_kind_the_server_does_not_serve_counts_as_present() {
     let svc = create_service(&client, "web").await;
     let replica_set = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
         "uid": "rs-uid", "controller": false});
-    create_slice(
-        &client,
-        slice("web-a", vec![owner_ref(&svc, false), replica_set], &[]),
-    )
-    .await;
-    Api::<Service>::default_namespaced(client.clone())
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap();
+    let owners = vec![owner_ref(&svc, Blocks::Nothing), replica_set];
+    create_slice(&client, "web-a", owners, &[]).await;
+    delete_web(&client, &DeleteParams::default()).await;
     assert_eq!(slice_names(&client).await, ["web-a"]);
 }
 
 #[tokio::test]
 async fn foreground_deletion_holds_the_owner_until_blocking_dependents_are_gone() {
     let (_server, client) = start();
-    let svc = create_service(&client, "web").await;
-    create_slice(
-        &client,
-        slice("held", vec![owner_ref(&svc, true)], &["example.com/hold"]),
-    )
-    .await;
-    create_slice(&client, slice("free", vec![owner_ref(&svc, true)], &[])).await;
+    let svc = web_and_held_slice(&client, Blocks::Owner).await;
+    create_slice(&client, "free", vec![owner_ref(&svc, Blocks::Owner)], &[]).await;
     let services: Api<Service> = Api::default_namespaced(client.clone());
     services
         .delete("web", &DeleteParams::foreground())
@@ -227,22 +223,14 @@ async fn foreground_deletion_holds_the_owner_until_blocking_dependents_are_gone(
 #[tokio::test]
 async fn foreground_deletion_does_not_wait_for_dependents_that_do_not_block() {
     let (_server, client) = start();
-    let svc = create_service(&client, "web").await;
-    create_slice(
-        &client,
-        slice("held", vec![owner_ref(&svc, false)], &["example.com/hold"]),
-    )
-    .await;
+    web_and_held_slice(&client, Blocks::Nothing).await;
     let services: Api<Service> = Api::default_namespaced(client.clone());
     services
         .delete("web", &DeleteParams::foreground())
         .await
         .unwrap();
     assert_eq!(api_status(services.get("web").await.unwrap_err()).code, 404);
-    let held = Api::<EndpointSlice>::default_namespaced(client)
-        .get("held")
-        .await
-        .unwrap();
+    let held: EndpointSlice = get(&client, "held").await;
     assert!(held.metadata.deletion_timestamp.is_some());
 }
 
@@ -253,20 +241,16 @@ async fn orphan_deletion_keeps_dependents_without_the_reference() {
     let pods: Api<Pod> = Api::default_namespaced(client.clone());
     let mut owned = pod("web-1");
     owned.metadata.owner_references =
-        Some(vec![serde_json::from_value(owner_ref(&svc, true)).unwrap()]);
+        Some(vec![
+            serde_json::from_value(owner_ref(&svc, Blocks::Owner)).unwrap()
+        ]);
     pods.create(&PostParams::default(), &owned).await.unwrap();
-    create_slice(&client, slice("web-a", vec![owner_ref(&svc, true)], &[])).await;
+    create_slice(&client, "web-a", vec![owner_ref(&svc, Blocks::Owner)], &[]).await;
 
-    Api::<Service>::default_namespaced(client.clone())
-        .delete("web", &DeleteParams::orphan())
-        .await
-        .unwrap();
+    delete_web(&client, &DeleteParams::orphan()).await;
 
     let orphan = pods.get("web-1").await.unwrap();
     assert!(orphan.metadata.owner_references.is_none());
-    let slice = Api::<EndpointSlice>::default_namespaced(client)
-        .get("web-a")
-        .await
-        .unwrap();
+    let slice: EndpointSlice = get(&client, "web-a").await;
     assert!(slice.metadata.owner_references.is_none());
 }

@@ -1,8 +1,8 @@
 //! Loading manifests with `ApiServer::apply_objects`, as `-f` and the conformance loader do.
 
+use crate::get;
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::Api;
 use serde_json::json;
 use testkit::server::start;
 
@@ -39,22 +39,10 @@ async fn loaded_references_follow_the_uids_the_server_assigns() {
     ];
     server.apply_objects(objects).unwrap();
 
-    let svc = Api::<Service>::default_namespaced(client.clone())
-        .get("web")
-        .await
-        .unwrap();
-    let pod = Api::<Pod>::default_namespaced(client.clone())
-        .get("web-1")
-        .await
-        .unwrap();
-    let slice = Api::<EndpointSlice>::default_namespaced(client.clone())
-        .get("web-abcde")
-        .await
-        .unwrap();
-    let endpoints = Api::<Endpoints>::default_namespaced(client)
-        .get("web")
-        .await
-        .unwrap();
+    let svc: Service = get(&client, "web").await;
+    let pod: Pod = get(&client, "web-1").await;
+    let slice: EndpointSlice = get(&client, "web-abcde").await;
+    let endpoints: Endpoints = get(&client, "web").await;
     let svc_uid = svc.metadata.uid.unwrap();
     let pod_uid = pod.metadata.uid.clone().unwrap();
     assert_ne!(svc_uid, "svc-in");

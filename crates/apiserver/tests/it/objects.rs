@@ -2,26 +2,54 @@
 //! and over TCP. Each test starts its own server; waits are bounded by a deadline that only
 //! fails a hung test, and nothing sleeps for a fixed time.
 
-use crate::pod;
+use crate::{create_pod, pod, pods_holding};
 use apiserver::{ApiServer, Config};
 use futures::TryStreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchParams};
 use kube::{Api, Client};
+use serde::de::DeserializeOwned;
 use serde_json::json;
+use std::fmt::Debug;
 use testkit::server::api_status;
 use testkit::server::start;
 use testkit::within;
 
-#[tokio::test]
-async fn pods_can_be_created_read_listed_replaced_and_deleted() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    let created = pods
-        .create(&PostParams::default(), &pod("web-1"))
+/// A [`pod`] labelled `app=db`.
+fn db_pod(name: &str) -> Pod {
+    let mut pod = pod(name);
+    pod.metadata.labels = Some([("app".to_owned(), "db".to_owned())].into());
+    pod
+}
+
+/// Creates namespace `name`; returns the namespaces.
+async fn create_namespace(client: &Client, name: &str) -> Api<Namespace> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
         .await
         .unwrap();
+    namespaces
+}
+
+/// The names of the objects `api` lists with `params`.
+async fn names<K>(api: &Api<K>, params: &ListParams) -> Vec<String>
+where
+    K: kube::Resource + Clone + DeserializeOwned + Debug,
+{
+    let list = api.list(params).await.unwrap();
+    list.items
+        .into_iter()
+        .filter_map(|o| o.meta().name.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn pods_can_be_created_read_listed_replaced_and_deleted() {
+    let (_server, pods) = pods_holding(start(), &[]).await;
+    let created = create_pod(&pods, "web-1").await.unwrap();
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
     assert_eq!(
@@ -68,16 +96,8 @@ async fn pods_can_be_created_read_listed_replaced_and_deleted() {
 
 #[tokio::test]
 async fn creating_an_existing_name_is_409_already_exists() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
-    let status = api_status(
-        pods.create(&PostParams::default(), &pod("a"))
-            .await
-            .unwrap_err(),
-    );
+    let (_server, pods) = pods_holding(start(), &["a"]).await;
+    let status = api_status(create_pod(&pods, "a").await.unwrap_err());
     assert_eq!(
         (status.code, status.reason.as_str()),
         (409, "AlreadyExists")
@@ -87,12 +107,8 @@ async fn creating_an_existing_name_is_409_already_exists() {
 
 #[tokio::test]
 async fn replacing_with_a_stale_resource_version_is_409_conflict() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    let first = pods
-        .create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
+    let (_server, pods) = pods_holding(start(), &[]).await;
+    let first = create_pod(&pods, "a").await.unwrap();
     pods.replace("a", &PostParams::default(), &first)
         .await
         .unwrap();
@@ -111,8 +127,7 @@ async fn replacing_with_a_stale_resource_version_is_409_conflict() {
 
 #[tokio::test]
 async fn generate_name_appends_five_characters() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
+    let (_server, pods) = pods_holding(start(), &[]).await;
     let mut p = pod("");
     p.metadata.name = None;
     p.metadata.generate_name = Some("web-".into());
@@ -124,84 +139,29 @@ async fn generate_name_appends_five_characters() {
 #[tokio::test]
 async fn list_honours_label_and_field_selectors_in_one_or_all_namespaces() {
     let (_server, client) = start();
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "other"}})).unwrap();
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
+    create_namespace(&client, "other").await;
     let here: Api<Pod> = Api::default_namespaced(client.clone());
     let there: Api<Pod> = Api::namespaced(client.clone(), "other");
-    here.create(&PostParams::default(), &pod("a"))
+    create_pod(&here, "a").await.unwrap();
+    here.create(&PostParams::default(), &db_pod("b"))
         .await
         .unwrap();
-    let mut db = pod("b");
-    db.metadata.labels = Some([("app".to_owned(), "db".to_owned())].into());
-    here.create(&PostParams::default(), &db).await.unwrap();
-    there
-        .create(&PostParams::default(), &pod("c"))
-        .await
-        .unwrap();
+    create_pod(&there, "c").await.unwrap();
 
     let all: Api<Pod> = Api::all(client);
-    let names = |list: kube::core::ObjectList<Pod>| -> Vec<String> {
-        list.items
-            .into_iter()
-            .filter_map(|p| p.metadata.name)
-            .collect()
-    };
-    assert_eq!(
-        names(all.list(&ListParams::default()).await.unwrap()),
-        ["a", "b", "c"]
-    );
-    assert_eq!(
-        names(
-            all.list(&ListParams::default().labels("app=web"))
-                .await
-                .unwrap()
-        ),
-        ["a", "c"]
-    );
-    assert_eq!(
-        names(
-            all.list(&ListParams::default().labels("app in (db,x)"))
-                .await
-                .unwrap()
-        ),
-        ["b"]
-    );
-    assert_eq!(
-        names(
-            all.list(&ListParams::default().labels("app notin (db)"))
-                .await
-                .unwrap()
-        ),
-        ["a", "c"]
-    );
-    assert_eq!(
-        names(
-            all.list(&ListParams::default().labels("!app"))
-                .await
-                .unwrap()
-        ),
-        Vec::<String>::new()
-    );
-    assert_eq!(
-        names(
-            all.list(&ListParams::default().fields("metadata.namespace=other"))
-                .await
-                .unwrap()
-        ),
-        ["c"]
-    );
-    assert_eq!(
-        names(
-            here.list(&ListParams::default().fields("metadata.name!=a"))
-                .await
-                .unwrap()
-        ),
-        ["b"]
-    );
+    let lists = ListParams::default;
+    let cases: [(&Api<Pod>, ListParams, &[&str]); 7] = [
+        (&all, lists(), &["a", "b", "c"]),
+        (&all, lists().labels("app=web"), &["a", "c"]),
+        (&all, lists().labels("app in (db,x)"), &["b"]),
+        (&all, lists().labels("app notin (db)"), &["a", "c"]),
+        (&all, lists().labels("!app"), &[]),
+        (&all, lists().fields("metadata.namespace=other"), &["c"]),
+        (&here, lists().fields("metadata.name!=a"), &["b"]),
+    ];
+    for (pods, params, want) in cases {
+        assert_eq!(names(pods, &params).await, want, "{params:?}");
+    }
     let status = api_status(
         all.list(&ListParams::default().labels("app in ("))
             .await
@@ -212,11 +172,7 @@ async fn list_honours_label_and_field_selectors_in_one_or_all_namespaces() {
 
 #[tokio::test]
 async fn status_subresource_writes_only_status_and_main_writes_ignore_status() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
+    let (_server, pods) = pods_holding(start(), &["a"]).await;
     let status = json!({"status": {"podIP": "10.0.0.1", "phase": "Running",
         "conditions": [{"type": "Ready", "status": "True"}]}, "spec": {"nodeName": "ignored"}});
     let patched = pods
@@ -240,8 +196,7 @@ async fn status_subresource_writes_only_status_and_main_writes_ignore_status() {
 
 #[tokio::test]
 async fn patches_apply_in_json_merge_strategic_and_apply_formats() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
+    let (_server, pods) = pods_holding(start(), &[]).await;
     let mut p = pod("a");
     p.spec
         .as_mut()
@@ -336,8 +291,7 @@ async fn endpointslice_generation_bumps_only_when_more_than_metadata_changes() {
 
 #[tokio::test]
 async fn finalizers_keep_a_deleted_object_until_the_last_one_is_removed() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
+    let (_server, pods) = pods_holding(start(), &[]).await;
     let mut p = pod("held");
     p.metadata.finalizers = Some(vec!["example.com/hold".into()]);
     pods.create(&PostParams::default(), &p).await.unwrap();
@@ -354,19 +308,12 @@ async fn finalizers_keep_a_deleted_object_until_the_last_one_is_removed() {
 #[tokio::test]
 async fn creates_in_a_terminating_namespace_are_forbidden_with_the_namespace_terminating_cause() {
     let (_server, client) = start();
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "gone"}})).unwrap();
-    namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
+    let namespaces = create_namespace(&client, "gone").await;
     let pods: Api<Pod> = Api::namespaced(client, "gone");
     let mut held = pod("held");
     held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
     pods.create(&PostParams::default(), &held).await.unwrap();
-    pods.create(&PostParams::default(), &pod("free"))
-        .await
-        .unwrap();
+    create_pod(&pods, "free").await.unwrap();
 
     namespaces
         .delete("gone", &DeleteParams::default())
@@ -379,11 +326,7 @@ async fn creates_in_a_terminating_namespace_are_forbidden_with_the_namespace_ter
     );
     assert_eq!(api_status(pods.get("free").await.unwrap_err()).code, 404);
 
-    let status = api_status(
-        pods.create(&PostParams::default(), &pod("new"))
-            .await
-            .unwrap_err(),
-    );
+    let status = api_status(create_pod(&pods, "new").await.unwrap_err());
     assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
     assert_eq!(
         status.message,
@@ -541,15 +484,8 @@ async fn tcp_clients_connect_through_the_written_kubeconfig() {
         .unwrap();
     let client = Client::try_from(config).unwrap();
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let names: Vec<String> = namespaces
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|n| n.metadata.name)
-        .collect();
-    assert!(names.contains(&"default".to_owned()), "{names:?}");
+    let listed = names(&namespaces, &ListParams::default()).await;
+    assert!(listed.contains(&"default".to_owned()), "{listed:?}");
     assert_eq!(
         handle.request_counts()[&("list".to_owned(), "namespaces".to_owned())],
         1
@@ -566,8 +502,7 @@ async fn tcp_clients_connect_through_the_written_kubeconfig() {
 
 #[tokio::test]
 async fn dry_run_answers_like_the_write_but_stores_nothing() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
+    let (server, pods) = pods_holding(start(), &[]).await;
     let before = server.resource_version();
     let pp = PostParams {
         dry_run: true,
@@ -581,29 +516,17 @@ async fn dry_run_answers_like_the_write_but_stores_nothing() {
 
 #[tokio::test]
 async fn delete_collection_removes_the_selected_objects() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod("a"))
+    let (_server, pods) = pods_holding(start(), &["a"]).await;
+    pods.create(&PostParams::default(), &db_pod("b"))
         .await
         .unwrap();
-    let mut other = pod("b");
-    other.metadata.labels = Some([("app".to_owned(), "db".to_owned())].into());
-    pods.create(&PostParams::default(), &other).await.unwrap();
     pods.delete_collection(
         &DeleteParams::default(),
         &ListParams::default().labels("app=web"),
     )
     .await
     .unwrap();
-    let left: Vec<String> = pods
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|p| p.metadata.name)
-        .collect();
-    assert_eq!(left, ["b"]);
+    assert_eq!(names(&pods, &ListParams::default()).await, ["b"]);
 }
 
 #[tokio::test]
@@ -627,26 +550,21 @@ async fn unknown_paths_get_a_404_status_body() {
 
 #[tokio::test]
 async fn lists_are_served_in_pages_of_the_asked_limit_until_the_continue_token_runs_out() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    for i in 0..5 {
-        pods.create(&PostParams::default(), &pod(&format!("web-{i}")))
-            .await
-            .unwrap();
-    }
-    let mut names = Vec::new();
+    let names = ["web-0", "web-1", "web-2", "web-3", "web-4"];
+    let (_server, pods) = pods_holding(start(), &names).await;
+    let mut listed = Vec::new();
     let mut pages = 0;
     let mut params = ListParams::default().limit(2);
     loop {
         let page = pods.list(&params).await.unwrap();
         pages += 1;
         assert!(page.items.len() <= 2);
-        names.extend(page.items.into_iter().filter_map(|p| p.metadata.name));
+        listed.extend(page.items.into_iter().filter_map(|p| p.metadata.name));
         match page.metadata.continue_ {
             Some(token) if !token.is_empty() => params = params.continue_token(&token),
             _ => break,
         }
     }
     assert_eq!(pages, 3);
-    assert_eq!(names, ["web-0", "web-1", "web-2", "web-3", "web-4"]);
+    assert_eq!(listed, names);
 }

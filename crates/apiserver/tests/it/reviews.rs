@@ -3,7 +3,9 @@
 //! sends them, and the TokenRequests whose ServiceAccount tokens authenticate requests, as
 //! controllers run with `--use-service-account-credentials` send them.
 
-use apiserver::{ApiServer, Config, NonResourceGrant, Reviews, TokenUser, API_AUDIENCE};
+use apiserver::{
+    ApiServer, Config, NonResourceGrant, RequestRecord, Reviews, TokenUser, API_AUDIENCE,
+};
 use k8s_openapi::api::authentication::v1::{
     TokenRequest, TokenRequestSpec, TokenReview, TokenReviewSpec,
 };
@@ -19,14 +21,27 @@ use testkit::server::api_status;
 use testkit::server::send_json;
 use tower::ServiceExt;
 
-fn server() -> ApiServer {
-    ApiServer::new(Config {
+/// A server recording requests, with a token and a grant for `prometheus` to review.
+fn config() -> Config {
+    Config {
         record_requests: true,
         reviews: Reviews::default()
             .with_token("t-allowed", TokenUser::new("prometheus", &["monitoring"]))
             .with_grant(NonResourceGrant::user_get("prometheus", &["/metrics"])),
         ..Config::default()
-    })
+    }
+}
+
+/// A server with [`config`] and an in-process client for it.
+fn start() -> (ApiServer, Client) {
+    testkit::server::start_with(config())
+}
+
+/// [`start`], with the `endpoint-controller` ServiceAccount created.
+async fn start_with_account() -> (ApiServer, Client) {
+    let (server, client) = start();
+    create_account(&client).await;
+    (server, client)
 }
 
 async fn token_review(client: &Client, token: &str) -> TokenReview {
@@ -64,8 +79,7 @@ async fn may_get(client: &Client, user: &str, path: &str) -> bool {
 
 #[tokio::test]
 async fn token_reviews_answer_from_the_configured_tokens() {
-    let server = server();
-    let client = Client::new(server.service(), "default");
+    let (_server, client) = start();
     let known = token_review(&client, "t-allowed").await.status.unwrap();
     assert_eq!(known.authenticated, Some(true));
     assert_eq!(known.user.unwrap().username.as_deref(), Some("prometheus"));
@@ -75,8 +89,7 @@ async fn token_reviews_answer_from_the_configured_tokens() {
 
 #[tokio::test]
 async fn subject_access_reviews_answer_from_the_configured_grants() {
-    let server = server();
-    let client = Client::new(server.service(), "default");
+    let (server, client) = start();
     assert!(may_get(&client, "prometheus", "/metrics").await);
     assert!(!may_get(&client, "prometheus", "/debug").await);
     assert!(!may_get(&client, "someone", "/metrics").await);
@@ -90,8 +103,7 @@ async fn subject_access_reviews_answer_from_the_configured_grants() {
 
 #[tokio::test]
 async fn reviews_are_counted_and_recorded_as_cluster_scoped_creates() {
-    let server = server();
-    let client = Client::new(server.service(), "default");
+    let (server, client) = start();
     token_review(&client, "t-allowed").await;
     may_get(&client, "prometheus", "/metrics").await;
     let log: Vec<_> = server
@@ -127,8 +139,7 @@ async fn reviews_are_counted_and_recorded_as_cluster_scoped_creates() {
 
 #[tokio::test]
 async fn discovery_lists_the_review_resources_as_create_only() {
-    let server = server();
-    let client = Client::new(server.service(), "default");
+    let (_server, client) = start();
     let discovery = kube::discovery::Discovery::new(client).run().await.unwrap();
     for (group, plural) in [
         ("authentication.k8s.io", "tokenreviews"),
@@ -151,7 +162,7 @@ async fn discovery_lists_the_review_resources_as_create_only() {
 #[tokio::test]
 async fn a_review_that_is_not_a_post_is_refused() {
     use tower::ServiceExt;
-    let response = server()
+    let response = ApiServer::new(config())
         .service()
         .oneshot(
             http::Request::get("/apis/authentication.k8s.io/v1/tokenreviews")
@@ -245,8 +256,8 @@ fn unauthorized() -> Value {
 
 #[tokio::test]
 async fn a_token_request_is_answered_with_a_token_for_the_service_account() {
-    let server = server();
-    let account = create_account(&Client::new(server.service(), "default")).await;
+    let (server, client) = start();
+    let account = create_account(&client).await;
     let (code, answer) = send_json(&server, "POST", TOKEN_PATH, &json!({"spec": {}})).await;
     assert_eq!(code, 201, "{answer}");
     assert_eq!(answer["apiVersion"], "authentication.k8s.io/v1");
@@ -271,21 +282,15 @@ async fn a_token_request_is_answered_with_a_token_for_the_service_account() {
         .duration_since(time(&answer["metadata"]["creationTimestamp"]));
     assert_eq!(lifetime.as_secs(), 3600);
 
-    let again = request_token(&Client::new(server.service(), "default"), Some(7200))
-        .await
-        .unwrap();
+    let again = request_token(&client, Some(7200)).await.unwrap();
     assert_eq!(again.spec.expiration_seconds, Some(7200));
     assert_ne!(again.status.unwrap().token, token, "every token is new");
 }
 
 #[tokio::test]
 async fn a_token_request_for_a_missing_service_account_is_not_found() {
-    let server = server();
-    let status = api_status(
-        request_token(&Client::new(server.service(), "default"), None)
-            .await
-            .unwrap_err(),
-    );
+    let (_server, client) = start();
+    let status = api_status(request_token(&client, None).await.unwrap_err());
     assert_eq!(status.code, 404);
     assert_eq!(status.reason, "NotFound");
     assert_eq!(
@@ -296,9 +301,7 @@ async fn a_token_request_for_a_missing_service_account_is_not_found() {
 
 #[tokio::test]
 async fn a_token_request_for_less_than_ten_minutes_or_more_than_2_32_seconds_is_invalid() {
-    let server = server();
-    let client = Client::new(server.service(), "default");
-    create_account(&client).await;
+    let (_server, client) = start_with_account().await;
     let status = api_status(request_token(&client, Some(599)).await.unwrap_err());
     assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
     assert_eq!(
@@ -330,9 +333,7 @@ async fn a_token_request_for_less_than_ten_minutes_or_more_than_2_32_seconds_is_
 
 #[tokio::test]
 async fn requests_with_an_issued_token_are_recorded_as_its_service_account() {
-    let server = server();
-    let client = Client::new(server.service(), "default");
-    create_account(&client).await;
+    let (server, client) = start_with_account().await;
     let token = issued_token(&client).await;
     server.clear_request_log();
 
@@ -358,21 +359,28 @@ async fn requests_with_an_issued_token_are_recorded_as_its_service_account() {
 
 #[tokio::test]
 async fn a_token_request_is_recorded_as_a_create_of_the_token_subresource() {
-    let server = server();
-    let client = Client::new(server.service(), "default");
-    create_account(&client).await;
+    let (server, client) = start_with_account().await;
     server.clear_request_log();
     issued_token(&client).await;
     let log = server.request_log();
-    let record = &log[0];
+    let RequestRecord {
+        verb,
+        resource,
+        subresource,
+        namespace,
+        name,
+        code,
+        object,
+        ..
+    } = &log[0];
     assert_eq!(
         (
-            record.verb.as_str(),
-            record.resource.as_str(),
-            record.subresource.as_deref(),
-            record.namespace.as_deref(),
-            record.name.as_deref(),
-            record.code,
+            verb.as_str(),
+            resource.as_str(),
+            subresource.as_deref(),
+            namespace.as_deref(),
+            name.as_deref(),
+            *code,
         ),
         (
             "create",
@@ -383,7 +391,7 @@ async fn a_token_request_is_recorded_as_a_create_of_the_token_subresource() {
             201
         )
     );
-    assert!(record.object.is_none(), "the token is not kept in the log");
+    assert!(object.is_none(), "the token is not kept in the log");
     assert_eq!(
         server
             .request_counts()
@@ -449,9 +457,7 @@ async fn an_expired_token_is_refused_with_kube_apiserver_s_401() {
 
 #[tokio::test]
 async fn deleting_the_service_account_revokes_its_tokens() {
-    let server = server();
-    let client = Client::new(server.service(), "default");
-    create_account(&client).await;
+    let (server, client) = start_with_account().await;
     let token = issued_token(&client).await;
     accounts(&client)
         .delete(ACCOUNT, &DeleteParams::default())
@@ -472,9 +478,7 @@ async fn deleting_the_service_account_revokes_its_tokens() {
 
 #[tokio::test]
 async fn a_bearer_token_the_server_did_not_issue_is_served_as_before() {
-    let server = server();
-    let client = Client::new(server.service(), "default");
-    create_account(&client).await;
+    let (server, _client) = start_with_account().await;
     // A made-up token, a token of the review table and one another server issued.
     let other = server_with_account().await;
     let foreign = issued_token(&Client::new(other.service(), "default")).await;
@@ -498,8 +502,7 @@ async fn server_with_account() -> ApiServer {
 
 #[tokio::test]
 async fn token_reviews_authenticate_the_tokens_the_server_issued() {
-    let server = server();
-    let client = Client::new(server.service(), "default");
+    let (_server, client) = start();
     let account = create_account(&client).await;
     let token = issued_token(&client).await;
     let status = token_review(&client, &token).await.status.unwrap();

@@ -2,13 +2,11 @@
 //! Each test starts its own server; waits are bounded by a deadline that only fails a hung
 //! test, and time-based faults run on tokio's paused clock.
 
-use crate::pod;
+use crate::{create_pod, pods_holding};
 use apiserver::{Config, FaultResponse};
-use futures::{StreamExt, TryStreamExt};
+use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{
-    DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
-};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
 use kube::Api;
 use serde_json::json;
@@ -17,14 +15,11 @@ use testkit::server::api_status;
 use testkit::server::start;
 use testkit::server::start_with;
 use testkit::within;
+use tokio::time::Instant;
 
 #[tokio::test]
 async fn watcher_lists_then_streams_changes() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod("before"))
-        .await
-        .unwrap();
+    let (_server, pods) = pods_holding(start(), &["before"]).await;
     let mut events = watcher(pods.clone(), watcher::Config::default()).boxed();
     let mut listed = Vec::new();
     loop {
@@ -39,9 +34,7 @@ async fn watcher_lists_then_streams_changes() {
         }
     }
     assert_eq!(listed, ["before"]);
-    pods.create(&PostParams::default(), &pod("after"))
-        .await
-        .unwrap();
+    create_pod(&pods, "after").await.unwrap();
     match within("ADDED", events.try_next()).await.unwrap().unwrap() {
         watcher::Event::Apply(p) => assert_eq!(p.metadata.name.as_deref(), Some("after")),
         other => panic!("expected Apply, got {other:?}"),
@@ -57,11 +50,7 @@ async fn watcher_lists_then_streams_changes() {
 
 #[tokio::test]
 async fn watcher_relists_after_a_forced_410_and_keeps_following() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
+    let (server, pods) = pods_holding(start(), &["a"]).await;
     let mut events = watcher(pods.clone(), watcher::Config::default()).boxed();
     while !matches!(
         within("first list", events.next()).await,
@@ -86,9 +75,7 @@ async fn watcher_relists_after_a_forced_410_and_keeps_following() {
     }
     assert!(saw_gone, "the watcher saw the 410");
     assert_eq!(relisted, ["a"]);
-    pods.create(&PostParams::default(), &pod("b"))
-        .await
-        .unwrap();
+    create_pod(&pods, "b").await.unwrap();
     match within("event after re-list", events.try_next())
         .await
         .unwrap()
@@ -101,19 +88,14 @@ async fn watcher_relists_after_a_forced_410_and_keeps_following() {
 
 #[tokio::test]
 async fn watch_from_before_the_history_window_gets_410_expired() {
-    let (_server, client) = start_with(Config {
+    let config = Config {
         history_window: 3,
         ..Config::default()
-    });
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    let first = pods
-        .create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
+    };
+    let (_server, pods) = pods_holding(start_with(config), &[]).await;
+    let first = create_pod(&pods, "a").await.unwrap();
     for i in 0..5 {
-        pods.create(&PostParams::default(), &pod(&format!("p{i}")))
-            .await
-            .unwrap();
+        create_pod(&pods, &format!("p{i}")).await.unwrap();
     }
     let rv = first.metadata.resource_version.unwrap();
     let mut stream = pods
@@ -136,15 +118,9 @@ async fn watch_from_before_the_history_window_gets_410_expired() {
 
 #[tokio::test]
 async fn watch_from_a_kept_resource_version_replays_later_changes() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    let first = pods
-        .create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
-    pods.create(&PostParams::default(), &pod("b"))
-        .await
-        .unwrap();
+    let (_server, pods) = pods_holding(start(), &[]).await;
+    let first = create_pod(&pods, "a").await.unwrap();
+    create_pod(&pods, "b").await.unwrap();
     pods.delete("a", &DeleteParams::default()).await.unwrap();
     let rv = first.metadata.resource_version.unwrap();
     let stream = pods.watch(&WatchParams::default(), &rv).await.unwrap();
@@ -163,11 +139,7 @@ async fn watch_from_a_kept_resource_version_replays_later_changes() {
 
 #[tokio::test]
 async fn watch_with_a_selector_sees_a_relabelled_object_leave_as_deleted() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
+    let (_server, pods) = pods_holding(start(), &["a"]).await;
     let mut stream = pods
         .watch(&WatchParams::default().labels("app=web"), "0")
         .await
@@ -189,13 +161,7 @@ async fn watch_with_a_selector_sees_a_relabelled_object_leave_as_deleted() {
 
 #[tokio::test]
 async fn watch_is_closed_after_the_configured_number_of_events() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    for name in ["a", "b", "c"] {
-        pods.create(&PostParams::default(), &pod(name))
-            .await
-            .unwrap();
-    }
+    let (server, pods) = pods_holding(start(), &["a", "b", "c"]).await;
     server.faults().drop_watches_after_events(Some(2));
     let stream = pods.watch(&WatchParams::default(), "0").await.unwrap();
     let events = within("stream end", stream.try_collect::<Vec<_>>())
@@ -204,17 +170,23 @@ async fn watch_is_closed_after_the_configured_number_of_events() {
     assert_eq!(events.len(), 2);
 }
 
+/// Opens a watch of `pods` that ends after `timeout` seconds; returns it with the time it was
+/// opened.
+async fn open_watch(
+    pods: &Api<Pod>,
+    timeout: u32,
+) -> (impl Stream<Item = kube::Result<WatchEvent<Pod>>>, Instant) {
+    let started = Instant::now();
+    let params = WatchParams::default().timeout(timeout);
+    (pods.watch(&params, "0").await.unwrap(), started)
+}
+
 // The clock is paused: it jumps to the next timer when everything waits, so these tests
 // cost no real time and their ordering of timers is exact.
 #[tokio::test(start_paused = true)]
 async fn watch_ends_at_its_timeout_seconds() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    let started = tokio::time::Instant::now();
-    let stream = pods
-        .watch(&WatchParams::default().timeout(60), "0")
-        .await
-        .unwrap();
+    let (_server, pods) = pods_holding(start(), &[]).await;
+    let (stream, started) = open_watch(&pods, 60).await;
     let events = stream.try_collect::<Vec<_>>().await.unwrap();
     // Only the bookmarks sent every 30 seconds while the namespace stays empty.
     assert!(
@@ -226,13 +198,8 @@ async fn watch_ends_at_its_timeout_seconds() {
 
 #[tokio::test(start_paused = true)]
 async fn watches_open_at_the_drop_time_are_closed() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    let started = tokio::time::Instant::now();
-    let stream = pods
-        .watch(&WatchParams::default().timeout(290), "0")
-        .await
-        .unwrap();
+    let (server, pods) = pods_holding(start(), &[]).await;
+    let (stream, started) = open_watch(&pods, 290).await;
     server
         .faults()
         .drop_watches_at(started + Duration::from_secs(30));
@@ -250,11 +217,7 @@ async fn watches_that_allow_bookmarks_receive_them() {
         bookmark_interval: Duration::from_millis(20),
         ..Config::default()
     };
-    let (_server, client) = start_with(config);
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    pods.create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
+    let (_server, pods) = pods_holding(start_with(config), &["a"]).await;
     let params = WatchParams::default(); // kube asks for bookmarks by default
     let mut stream = pods.watch(&params, "0").await.unwrap().boxed();
     assert!(matches!(
@@ -269,38 +232,30 @@ async fn watches_that_allow_bookmarks_receive_them() {
 
 #[tokio::test(start_paused = true)]
 async fn injected_latency_delays_matching_requests() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
+    let (server, pods) = pods_holding(start(), &[]).await;
     server
         .faults()
         .add_latency("list", "pods", Duration::from_secs(5));
-    let started = tokio::time::Instant::now();
+    let started = Instant::now();
     pods.list(&ListParams::default()).await.unwrap();
     assert!(started.elapsed() >= Duration::from_secs(5));
-    let started = tokio::time::Instant::now();
+    let started = Instant::now();
     pods.get_opt("none").await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
 #[tokio::test]
 async fn injected_faults_answer_with_the_chosen_status() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
+    let (server, pods) = pods_holding(start(), &[]).await;
     server
         .faults()
         .fail_next("create", "pods", 1, FaultResponse::TooManyRequests);
-    let status = api_status(
-        pods.create(&PostParams::default(), &pod("a"))
-            .await
-            .unwrap_err(),
-    );
+    let status = api_status(create_pod(&pods, "a").await.unwrap_err());
     assert_eq!(
         (status.code, status.reason.as_str()),
         (429, "TooManyRequests")
     );
-    pods.create(&PostParams::default(), &pod("a"))
-        .await
-        .unwrap();
+    create_pod(&pods, "a").await.unwrap();
 
     server.faults().fail("get", "pods", 1.0);
     assert_eq!(api_status(pods.get("a").await.unwrap_err()).code, 500);
@@ -325,13 +280,7 @@ async fn injected_faults_answer_with_the_chosen_status() {
 
 #[tokio::test]
 async fn a_streaming_list_sends_the_objects_then_a_bookmark_that_ends_them() {
-    let (_server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
-    for name in ["a", "b"] {
-        pods.create(&PostParams::default(), &pod(name))
-            .await
-            .unwrap();
-    }
+    let (_server, pods) = pods_holding(start(), &["a", "b"]).await;
     let params = WatchParams {
         send_initial_events: true,
         bookmarks: true,
@@ -358,9 +307,7 @@ async fn a_streaming_list_sends_the_objects_then_a_bookmark_that_ends_them() {
             .map(String::as_str),
         Some("true")
     );
-    pods.create(&PostParams::default(), &pod("c"))
-        .await
-        .unwrap();
+    create_pod(&pods, "c").await.unwrap();
     match within("a later change", events.try_next())
         .await
         .unwrap()
@@ -373,8 +320,7 @@ async fn a_streaming_list_sends_the_objects_then_a_bookmark_that_ends_them() {
 
 #[tokio::test]
 async fn streaming_list_options_are_checked_as_kube_apiserver_checks_them() {
-    let (server, client) = start();
-    let pods: Api<Pod> = Api::default_namespaced(client);
+    let (server, pods) = pods_holding(start(), &[]).await;
     // sendInitialEvents needs resourceVersionMatch=NotOlderThan, and the match needs it.
     let (code, body) = testkit::server::send(
         &server,

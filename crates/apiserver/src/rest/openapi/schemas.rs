@@ -6,9 +6,11 @@
 //! not add is the `x-kubernetes-group-version-kind` extension that kubectl uses to find the
 //! schema of a kind, so it is added here.
 
-use crate::resources::Resource;
+use crate::resources::{Resource, WithType};
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 /// Where the document keeps its schemas: `/components/schemas` (v3) or `/definitions` (v2).
@@ -28,25 +30,18 @@ fn generator(layout: Layout) -> SchemaGenerator {
 
 /// Adds the schema of `resource`'s kind to the generator; returns its schema name.
 fn add_kind(generator: &mut SchemaGenerator, resource: &Resource) -> Option<String> {
-    use k8s_openapi::api;
-    fn add<T: JsonSchema>(generator: &mut SchemaGenerator) -> Option<String> {
-        generator.subschema_for::<T>();
-        Some(T::schema_name().into_owned())
-    }
-    match (resource.group, resource.kind) {
-        ("", "Namespace") => add::<api::core::v1::Namespace>(generator),
-        ("", "Node") => add::<api::core::v1::Node>(generator),
-        ("", "Pod") => add::<api::core::v1::Pod>(generator),
-        ("", "Service") => add::<api::core::v1::Service>(generator),
-        ("", "Endpoints") => add::<api::core::v1::Endpoints>(generator),
-        ("", "Event") => add::<api::core::v1::Event>(generator),
-        ("", "ServiceAccount") => add::<api::core::v1::ServiceAccount>(generator),
-        ("discovery.k8s.io", "EndpointSlice") => {
-            add::<api::discovery::v1::EndpointSlice>(generator)
-        }
-        ("events.k8s.io", "Event") => add::<api::events::v1::Event>(generator),
-        ("coordination.k8s.io", "Lease") => add::<api::coordination::v1::Lease>(generator),
-        _ => None,
+    resource.with_type(AddSchema(generator)).ok()
+}
+
+/// Adds a kind's schema to the generator.
+struct AddSchema<'a>(&'a mut SchemaGenerator);
+
+impl WithType for AddSchema<'_> {
+    type Output = String;
+
+    fn with<T: DeserializeOwned + Serialize + JsonSchema>(self) -> String {
+        self.0.subschema_for::<T>();
+        T::schema_name().into_owned()
     }
 }
 

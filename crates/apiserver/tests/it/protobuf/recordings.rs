@@ -133,29 +133,24 @@ fn recorded_pod_list_decodes_to_the_recorded_json_and_back() {
     assert!(check_list("pods", "v1", "Pod") > 100);
 }
 
-#[test]
-fn recorded_service_list_decodes_to_the_recorded_json_and_back() {
-    check_list("services", "v1", "Service");
+/// One test per recorded list: the test, then the resource, apiVersion and kind of the list.
+macro_rules! recorded_lists {
+    ($($test:ident: $resource:literal, $api_version:literal, $kind:literal;)*) => {$(
+        #[test]
+        fn $test() {
+            check_list($resource, $api_version, $kind);
+        }
+    )*};
 }
 
-#[test]
-fn recorded_node_list_decodes_to_the_recorded_json_and_back() {
-    check_list("nodes", "v1", "Node");
-}
-
-#[test]
-fn recorded_endpoints_list_decodes_to_the_recorded_json_and_back() {
-    check_list("endpoints", "v1", "Endpoints");
-}
-
-#[test]
-fn recorded_endpoint_slice_list_decodes_to_the_recorded_json_and_back() {
-    check_list("endpointslices", "discovery.k8s.io/v1", "EndpointSlice");
-}
-
-#[test]
-fn recorded_lease_list_decodes_to_the_recorded_json_and_back() {
-    check_list("leases", "coordination.k8s.io/v1", "Lease");
+recorded_lists! {
+    recorded_service_list_decodes_to_the_recorded_json_and_back: "services", "v1", "Service";
+    recorded_node_list_decodes_to_the_recorded_json_and_back: "nodes", "v1", "Node";
+    recorded_endpoints_list_decodes_to_the_recorded_json_and_back: "endpoints", "v1", "Endpoints";
+    recorded_endpoint_slice_list_decodes_to_the_recorded_json_and_back:
+        "endpointslices", "discovery.k8s.io/v1", "EndpointSlice";
+    recorded_lease_list_decodes_to_the_recorded_json_and_back:
+        "leases", "coordination.k8s.io/v1", "Lease";
 }
 
 /// Checks one recorded watch stream against the JSON stream recorded beside it: the same
