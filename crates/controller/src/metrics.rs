@@ -7,9 +7,10 @@
 //! break those dashboards. The per-service figures behind the gauges are computed as data in
 //! `reconcile`; this module only holds the instruments and renders the registry.
 
+use crate::instruments::Instruments;
 use prometheus::{
-    exponential_buckets, Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec,
-    IntCounterVec, Opts, Registry, TextEncoder,
+    exponential_buckets, Encoder, Gauge, GaugeVec, Histogram, HistogramVec, IntCounterVec,
+    Registry, TextEncoder,
 };
 
 const SUBSYSTEM: &str = "endpoint_slice_controller";
@@ -35,55 +36,41 @@ pub struct EndpointSliceMetrics {
     pub services_count_by_traffic_distribution: GaugeVec,
 }
 
-fn opts(name: &str, help: &str) -> Opts {
-    Opts::new(name, help).subsystem(SUBSYSTEM)
-}
-
 impl EndpointSliceMetrics {
     /// Creates the metrics and registers them into `registry`; fails if they already are.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let instruments = Instruments::with_subsystem(registry, SUBSYSTEM);
         // Upstream's buckets for endpoint counts: 2, 4, ..., 32768.
         let endpoint_buckets = exponential_buckets(2.0, 2.0, 15)?;
-        let metrics = Self {
-            endpoints_added_per_sync: Histogram::with_opts(
-                HistogramOpts::from(opts(
-                    "endpoints_added_per_sync",
-                    "Number of endpoints added on each Service sync",
-                ))
-                .buckets(endpoint_buckets.clone()),
+        Ok(Self {
+            endpoints_added_per_sync: instruments.histogram(
+                "endpoints_added_per_sync",
+                "Number of endpoints added on each Service sync",
+                endpoint_buckets.clone(),
             )?,
-            endpoints_removed_per_sync: Histogram::with_opts(
-                HistogramOpts::from(opts(
-                    "endpoints_removed_per_sync",
-                    "Number of endpoints removed on each Service sync",
-                ))
-                .buckets(endpoint_buckets),
+            endpoints_removed_per_sync: instruments.histogram(
+                "endpoints_removed_per_sync",
+                "Number of endpoints removed on each Service sync",
+                endpoint_buckets,
             )?,
             totals: SliceTotals::register(registry, SUBSYSTEM)?,
-            endpointslices_changed_per_sync: HistogramVec::new(
-                HistogramOpts::from(opts(
-                    "endpointslices_changed_per_sync",
-                    "Number of EndpointSlices changed on each Service sync",
-                )),
+            endpointslices_changed_per_sync: instruments.histogram_vec(
+                "endpointslices_changed_per_sync",
+                "Number of EndpointSlices changed on each Service sync",
+                prometheus::DEFAULT_BUCKETS.to_vec(),
                 &["topology", "traffic_distribution"],
             )?,
-            syncs: IntCounterVec::new(opts("syncs", "Number of EndpointSlice syncs"), &["result"])?,
-            services_count_by_traffic_distribution: GaugeVec::new(
-                opts(
-                    "services_count_by_traffic_distribution",
-                    "Number of Services using some specific trafficDistribution",
-                ),
+            syncs: instruments.int_counter_vec(
+                "syncs",
+                "Number of EndpointSlice syncs",
+                &["result"],
+            )?,
+            services_count_by_traffic_distribution: instruments.gauge_vec(
+                "services_count_by_traffic_distribution",
+                "Number of Services using some specific trafficDistribution",
                 &["traffic_distribution"],
             )?,
-        };
-        registry.register(Box::new(metrics.endpoints_added_per_sync.clone()))?;
-        registry.register(Box::new(metrics.endpoints_removed_per_sync.clone()))?;
-        registry.register(Box::new(metrics.endpointslices_changed_per_sync.clone()))?;
-        registry.register(Box::new(metrics.syncs.clone()))?;
-        registry.register(Box::new(
-            metrics.services_count_by_traffic_distribution.clone(),
-        ))?;
-        Ok(metrics)
+        })
     }
 }
 
@@ -105,30 +92,22 @@ pub struct SliceTotals {
 impl SliceTotals {
     /// The four instruments under `subsystem`, registered into `registry`.
     pub fn register(registry: &Registry, subsystem: &str) -> Result<Self, prometheus::Error> {
-        let opts = |name: &str, help: &str| Opts::new(name, help).subsystem(subsystem);
-        let totals = Self {
-            endpoints_desired: Gauge::with_opts(opts(
-                "endpoints_desired",
-                "Number of endpoints desired",
-            ))?,
-            num_endpoint_slices: Gauge::with_opts(opts(
-                "num_endpoint_slices",
-                "Number of EndpointSlices",
-            ))?,
-            desired_endpoint_slices: Gauge::with_opts(opts(
+        let instruments = Instruments::with_subsystem(registry, subsystem);
+        Ok(Self {
+            endpoints_desired: instruments
+                .gauge("endpoints_desired", "Number of endpoints desired")?,
+            num_endpoint_slices: instruments
+                .gauge("num_endpoint_slices", "Number of EndpointSlices")?,
+            desired_endpoint_slices: instruments.gauge(
                 "desired_endpoint_slices",
                 "Number of EndpointSlices that would exist with perfect endpoint allocation",
-            ))?,
-            changes: IntCounterVec::new(
-                opts("changes", "Number of EndpointSlice changes"),
+            )?,
+            changes: instruments.int_counter_vec(
+                "changes",
+                "Number of EndpointSlice changes",
                 &["operation"],
             )?,
-        };
-        registry.register(Box::new(totals.endpoints_desired.clone()))?;
-        registry.register(Box::new(totals.num_endpoint_slices.clone()))?;
-        registry.register(Box::new(totals.desired_endpoint_slices.clone()))?;
-        registry.register(Box::new(totals.changes.clone()))?;
-        Ok(totals)
+        })
     }
 
     /// Sets the three gauges.

@@ -24,11 +24,12 @@
 use crate::events::{EventRecorder, Involved};
 use crate::field_manager::FIELD_MANAGER;
 use crate::informer::{Handler, ObjectKey, Store};
+use crate::instruments::Instruments;
 use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
-use prometheus::{IntCounterVec, Opts, Registry};
+use prometheus::{IntCounterVec, Registry};
 use reconcile::event::PlannedEvent;
 use reconcile::labels::{
     ENDPOINTS_CONTROLLER_NAME, ENDPOINTS_MANAGED_BY, MIRRORING_CONTROLLER_NAME, SERVICE_NAME,
@@ -217,17 +218,14 @@ impl MigrationGuard {
         events: EventRecorder,
         registry: &Registry,
     ) -> Result<Arc<Self>, prometheus::Error> {
-        let foreign_writes = IntCounterVec::new(
-            Opts::new(
+        let foreign_writes = Instruments::with_subsystem(registry, "migration_guard")
+            .int_counter_vec(
                 "foreign_writes_total",
                 "Changes by another field manager to fields of Endpoints and EndpointSlices \
                  these controllers manage, by the upstream controller that writes such objects \
                  and the manager",
-            )
-            .subsystem("migration_guard"),
-            &["controller", "manager"],
-        )?;
-        registry.register(Box::new(foreign_writes.clone()))?;
+                &["controller", "manager"],
+            )?;
         tap.enabled.store(true, Ordering::Relaxed);
         Ok(Arc::new(Self {
             tap,

@@ -92,6 +92,16 @@ impl Identity {
         }
     }
 
+    /// The component its Events are recorded under, as upstream's controller names itself
+    /// there (not quite its ServiceAccount's name).
+    pub fn event_component(self) -> &'static str {
+        match self {
+            Identity::Endpoints => "endpoint-controller",
+            Identity::EndpointSlices => "endpoint-slice-controller",
+            Identity::Mirroring => reconcile::mirroring::EVENT_COMPONENT,
+        }
+    }
+
     /// The user the API server knows it as.
     pub fn username(self) -> String {
         format!(

@@ -20,7 +20,7 @@ pub(super) struct Replaced {
 
 impl EndpointsController {
     fn api(&self, key: &ServiceKey) -> Api<Endpoints> {
-        Api::namespaced(self.client.clone(), &key.namespace)
+        Api::namespaced(self.parts.client.clone(), &key.namespace)
     }
 
     fn involved(key: &ServiceKey) -> Involved {
@@ -61,7 +61,7 @@ impl EndpointsController {
         key: &ServiceKey,
         object: &Endpoints,
     ) -> Result<(), SyncError> {
-        match crate::written::create(&self.api(key), object, &self.wire).await {
+        match crate::written::create(&self.api(key), object, &self.parts.wire).await {
             Ok(_) => Ok(()),
             // Creates keep failing while the namespace terminates: drop the work quietly.
             Err(e) if is_namespace_terminating(&e) => Ok(()),
@@ -72,7 +72,7 @@ impl EndpointsController {
                 service: key.clone(),
             }),
             Err(e) => {
-                self.events.record(
+                self.parts.events.record(
                     Self::involved(key),
                     PlannedEvent::warning(
                         "FailedToCreateEndpoint",
@@ -92,7 +92,8 @@ impl EndpointsController {
         object: &Endpoints,
     ) -> Result<Replaced, SyncError> {
         let sent_rv = object.metadata.resource_version.clone().unwrap_or_default();
-        let result = crate::written::replace(&self.api(key), &key.name, object, &self.wire).await;
+        let result =
+            crate::written::replace(&self.api(key), &key.name, object, &self.parts.wire).await;
         {
             let mut state = self.state.lock();
             match &result {
@@ -117,7 +118,7 @@ impl EndpointsController {
                 new_rv: updated.metadata.resource_version.unwrap_or_default(),
             }),
             Err(e) => {
-                self.events.record(
+                self.parts.events.record(
                     Self::involved(key),
                     PlannedEvent::warning(
                         "FailedToUpdateEndpoint",

@@ -17,7 +17,7 @@ impl EndpointSliceController {
         else {
             return;
         };
-        let delay = self.batch_period.max(Duration::from_secs(1));
+        let delay = self.parts.batch_period.max(Duration::from_secs(1));
         self.workers
             .queue()
             .add_after(ServiceKey::new(ns, name), delay);

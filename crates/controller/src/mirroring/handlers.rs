@@ -29,7 +29,7 @@ impl MirroringController {
 
     /// Slice events wait out the batch period, so a burst of edits costs one sync.
     fn queue_batched(&self, keys: Vec<reconcile::keys::ServiceKey>) {
-        queue_after(self.workers.queue(), keys, self.batch_period);
+        queue_after(self.workers.queue(), keys, self.parts.batch_period);
     }
 }
 

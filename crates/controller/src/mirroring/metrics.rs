@@ -5,7 +5,8 @@
 //! upstream adds `endpoints_updated_per_sync`, `addresses_skipped_per_sync` and
 //! `endpoints_sync_duration`, and has no `syncs` counter for this controller.
 
-use prometheus::{exponential_buckets, Histogram, HistogramOpts, Opts, Registry};
+use crate::instruments::Instruments;
+use prometheus::{exponential_buckets, Histogram, Registry};
 
 const SUBSYSTEM: &str = "endpoint_slice_mirroring_controller";
 
@@ -28,54 +29,41 @@ pub struct MirroringMetrics {
     pub totals: crate::metrics::SliceTotals,
 }
 
-fn opts(name: &str, help: &str) -> Opts {
-    Opts::new(name, help).subsystem(SUBSYSTEM)
-}
-
-fn histogram(name: &str, help: &str, buckets: Vec<f64>) -> Result<Histogram, prometheus::Error> {
-    Histogram::with_opts(HistogramOpts::from(opts(name, help)).buckets(buckets))
-}
-
 impl MirroringMetrics {
     /// Creates the metrics and registers them into `registry`; fails if they already are.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let instruments = Instruments::with_subsystem(registry, SUBSYSTEM);
         // Upstream's buckets: endpoint counts 2, 4, ..., 32768; durations 1ms, 2ms, ..., 16s.
         let counts = exponential_buckets(2.0, 2.0, 15)?;
         let seconds = exponential_buckets(0.001, 2.0, 15)?;
-        let metrics = Self {
-            endpoints_added_per_sync: histogram(
+        Ok(Self {
+            endpoints_added_per_sync: instruments.histogram(
                 "endpoints_added_per_sync",
                 "Number of endpoints added on each Endpoints sync",
                 counts.clone(),
             )?,
-            endpoints_updated_per_sync: histogram(
+            endpoints_updated_per_sync: instruments.histogram(
                 "endpoints_updated_per_sync",
                 "Number of endpoints updated on each Endpoints sync",
                 counts.clone(),
             )?,
-            endpoints_removed_per_sync: histogram(
+            endpoints_removed_per_sync: instruments.histogram(
                 "endpoints_removed_per_sync",
                 "Number of endpoints removed on each Endpoints sync",
                 counts.clone(),
             )?,
-            addresses_skipped_per_sync: histogram(
+            addresses_skipped_per_sync: instruments.histogram(
                 "addresses_skipped_per_sync",
                 "Number of addresses skipped on each Endpoints sync due to being invalid or exceeding MaxEndpointsPerSubset",
                 counts,
             )?,
-            endpoints_sync_duration: histogram(
+            endpoints_sync_duration: instruments.histogram(
                 "endpoints_sync_duration",
                 "Duration of syncEndpoints() in seconds",
                 seconds,
             )?,
             totals: crate::metrics::SliceTotals::register(registry, SUBSYSTEM)?,
-        };
-        registry.register(Box::new(metrics.endpoints_added_per_sync.clone()))?;
-        registry.register(Box::new(metrics.endpoints_updated_per_sync.clone()))?;
-        registry.register(Box::new(metrics.endpoints_removed_per_sync.clone()))?;
-        registry.register(Box::new(metrics.addresses_skipped_per_sync.clone()))?;
-        registry.register(Box::new(metrics.endpoints_sync_duration.clone()))?;
-        Ok(metrics)
+        })
     }
 }
 
