@@ -65,49 +65,19 @@ impl<'r> Instruments<'r> {
         Ok(instrument)
     }
 
-    /// A counter.
-    pub fn int_counter(&self, name: &str, help: &str) -> Result<IntCounter, prometheus::Error> {
-        self.register(IntCounter::with_opts(self.opts(name, help))?)
+    /// A counter or gauge.
+    pub fn metric<M: Metric>(&self, name: &str, help: &str) -> Result<M, prometheus::Error> {
+        self.register(M::with_opts(self.opts(name, help))?)
     }
 
-    /// A counter by `labels`.
-    pub fn int_counter_vec(
+    /// A counter or gauge by `labels`.
+    pub fn metric_vec<M: MetricVec>(
         &self,
         name: &str,
         help: &str,
         labels: &[&str],
-    ) -> Result<IntCounterVec, prometheus::Error> {
-        self.register(IntCounterVec::new(self.opts(name, help), labels)?)
-    }
-
-    /// An integer gauge.
-    pub fn int_gauge(&self, name: &str, help: &str) -> Result<IntGauge, prometheus::Error> {
-        self.register(IntGauge::with_opts(self.opts(name, help))?)
-    }
-
-    /// An integer gauge by `labels`.
-    pub fn int_gauge_vec(
-        &self,
-        name: &str,
-        help: &str,
-        labels: &[&str],
-    ) -> Result<IntGaugeVec, prometheus::Error> {
-        self.register(IntGaugeVec::new(self.opts(name, help), labels)?)
-    }
-
-    /// A gauge.
-    pub fn gauge(&self, name: &str, help: &str) -> Result<Gauge, prometheus::Error> {
-        self.register(Gauge::with_opts(self.opts(name, help))?)
-    }
-
-    /// A gauge by `labels`.
-    pub fn gauge_vec(
-        &self,
-        name: &str,
-        help: &str,
-        labels: &[&str],
-    ) -> Result<GaugeVec, prometheus::Error> {
-        self.register(GaugeVec::new(self.opts(name, help), labels)?)
+    ) -> Result<M, prometheus::Error> {
+        self.register(M::new(self.opts(name, help), labels)?)
     }
 
     /// A histogram with `buckets`.
@@ -134,6 +104,39 @@ impl<'r> Instruments<'r> {
     }
 }
 
+/// A counter or gauge, made from its options.
+pub trait Metric: Collector + Clone + Sized + 'static {
+    /// The instrument named by `opts`.
+    fn with_opts(opts: Opts) -> Result<Self, prometheus::Error>;
+}
+
+/// A counter or gauge by labels, made from its options and label names.
+pub trait MetricVec: Collector + Clone + Sized + 'static {
+    /// The instrument named by `opts`, by `labels`.
+    fn new(opts: Opts, labels: &[&str]) -> Result<Self, prometheus::Error>;
+}
+
+/// Implements [`Metric`] and [`MetricVec`] through the `prometheus` types' own constructors.
+macro_rules! made_from_opts {
+    (single: $($metric:ty),+; by_labels: $($vec:ty),+) => {
+        $(impl Metric for $metric {
+            fn with_opts(opts: Opts) -> Result<Self, prometheus::Error> {
+                <$metric>::with_opts(opts)
+            }
+        })+
+        $(impl MetricVec for $vec {
+            fn new(opts: Opts, labels: &[&str]) -> Result<Self, prometheus::Error> {
+                <$vec>::new(opts, labels)
+            }
+        })+
+    };
+}
+
+made_from_opts! {
+    single: IntCounter, IntGauge, Gauge;
+    by_labels: IntCounterVec, IntGaugeVec, GaugeVec
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,11 +145,11 @@ mod tests {
     fn instruments_carry_their_subsystem_or_constant_label() {
         let registry = Registry::new();
         Instruments::with_subsystem(&registry, "endpoint_slice_controller")
-            .gauge("endpoints_desired", "Number of endpoints desired")
+            .metric::<Gauge>("endpoints_desired", "Number of endpoints desired")
             .unwrap()
             .set(2.0);
         Instruments::with_const_label(&registry, "name", "endpoint")
-            .int_gauge("workqueue_depth", "Current depth of workqueue")
+            .metric::<IntGauge>("workqueue_depth", "Current depth of workqueue")
             .unwrap()
             .set(1);
         let text = crate::metrics::render(&registry).unwrap();
@@ -158,7 +161,7 @@ mod tests {
     fn an_instrument_made_twice_under_one_name_fails() {
         let registry = Registry::new();
         let instruments = Instruments::new(&registry);
-        instruments.int_counter("syncs", "Syncs").unwrap();
-        assert!(instruments.int_counter("syncs", "Syncs").is_err());
+        instruments.metric::<IntCounter>("syncs", "Syncs").unwrap();
+        assert!(instruments.metric::<IntCounter>("syncs", "Syncs").is_err());
     }
 }

@@ -60,12 +60,8 @@ impl EndpointSliceMetrics {
                 prometheus::DEFAULT_BUCKETS.to_vec(),
                 &["topology", "traffic_distribution"],
             )?,
-            syncs: instruments.int_counter_vec(
-                "syncs",
-                "Number of EndpointSlice syncs",
-                &["result"],
-            )?,
-            services_count_by_traffic_distribution: instruments.gauge_vec(
+            syncs: instruments.metric_vec("syncs", "Number of EndpointSlice syncs", &["result"])?,
+            services_count_by_traffic_distribution: instruments.metric_vec(
                 "services_count_by_traffic_distribution",
                 "Number of Services using some specific trafficDistribution",
                 &["traffic_distribution"],
@@ -95,14 +91,14 @@ impl SliceTotals {
         let instruments = Instruments::with_subsystem(registry, subsystem);
         Ok(Self {
             endpoints_desired: instruments
-                .gauge("endpoints_desired", "Number of endpoints desired")?,
+                .metric("endpoints_desired", "Number of endpoints desired")?,
             num_endpoint_slices: instruments
-                .gauge("num_endpoint_slices", "Number of EndpointSlices")?,
-            desired_endpoint_slices: instruments.gauge(
+                .metric("num_endpoint_slices", "Number of EndpointSlices")?,
+            desired_endpoint_slices: instruments.metric(
                 "desired_endpoint_slices",
                 "Number of EndpointSlices that would exist with perfect endpoint allocation",
             )?,
-            changes: instruments.int_counter_vec(
+            changes: instruments.metric_vec(
                 "changes",
                 "Number of EndpointSlice changes",
                 &["operation"],

@@ -219,13 +219,13 @@ impl MigrationGuard {
         registry: &Registry,
     ) -> Result<Arc<Self>, prometheus::Error> {
         let foreign_writes = Instruments::with_subsystem(registry, "migration_guard")
-            .int_counter_vec(
-                "foreign_writes_total",
-                "Changes by another field manager to fields of Endpoints and EndpointSlices \
+            .metric_vec::<IntCounterVec>(
+            "foreign_writes_total",
+            "Changes by another field manager to fields of Endpoints and EndpointSlices \
                  these controllers manage, by the upstream controller that writes such objects \
                  and the manager",
-                &["controller", "manager"],
-            )?;
+            &["controller", "manager"],
+        )?;
         tap.enabled.store(true, Ordering::Relaxed);
         Ok(Arc::new(Self {
             tap,

@@ -48,7 +48,7 @@ impl RestClientMetrics {
             instruments.histogram_vec(name, help, LATENCY_BUCKETS.to_vec(), &["verb", "host"])
         };
         Ok(Self {
-            requests: instruments.int_counter_vec(
+            requests: instruments.metric_vec(
                 "rest_client_requests_total",
                 "Number of HTTP requests, partitioned by status code, method, and host.",
                 &["code", "method", "host"],

@@ -76,11 +76,11 @@ impl Shadow {
         registry: &prometheus::Registry,
     ) -> Result<Self, prometheus::Error> {
         let instruments = crate::instruments::Instruments::new(registry);
-        let divergent = instruments.int_gauge(
+        let divergent = instruments.metric::<prometheus::IntGauge>(
             "shadow_divergent_services",
             "Services on which a shadow controller would write something else, after the grace period",
         )?;
-        let checks = instruments.int_counter_vec(
+        let checks = instruments.metric_vec::<prometheus::IntCounterVec>(
             "shadow_checks_total",
             "Shadow checks of a Service, by result: same, pending or divergent",
             &["result"],

@@ -39,7 +39,7 @@ impl EndpointsController {
         registry: &prometheus::Registry,
         shadow: Option<Arc<crate::shadow::Shadow>>,
     ) -> Result<Arc<Self>, prometheus::Error> {
-        let syncs = Instruments::new(registry).int_counter_vec(
+        let syncs = Instruments::new(registry).metric_vec::<prometheus::IntCounterVec>(
             "endpoint_controller_syncs",
             "Number of Endpoints syncs, by result",
             &["result"],

@@ -24,7 +24,8 @@ impl WatchHealth {
     pub fn register(registry: &Registry, readiness: Readiness) -> prometheus::Result<Self> {
         // Every counter is by the informer's kind.
         let instruments = Instruments::new(registry);
-        let by_kind = |name: &str, help: &str| instruments.int_counter_vec(name, help, &["kind"]);
+        let by_kind =
+            |name: &str, help: &str| instruments.metric_vec::<IntCounterVec>(name, help, &["kind"]);
         let events = by_kind(
             "informer_watch_events_total",
             "Objects the informers received, listed or watched (added, changed or deleted), by kind.",

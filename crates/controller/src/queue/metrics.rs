@@ -35,8 +35,8 @@ impl QueueMetrics {
     pub fn register(registry: &Registry, name: &str) -> Result<Self, prometheus::Error> {
         let instruments = Instruments::with_const_label(registry, "name", name);
         Ok(Self {
-            depth: instruments.int_gauge("workqueue_depth", "Current depth of workqueue")?,
-            adds: instruments.int_counter(
+            depth: instruments.metric("workqueue_depth", "Current depth of workqueue")?,
+            adds: instruments.metric(
                 "workqueue_adds_total",
                 "Total number of adds handled by workqueue",
             )?,
@@ -50,7 +50,7 @@ impl QueueMetrics {
                 "How long in seconds processing an item from workqueue takes.",
                 duration_buckets(),
             )?,
-            retries: instruments.int_counter(
+            retries: instruments.metric(
                 "workqueue_retries_total",
                 "Total number of retries handled by workqueue",
             )?,

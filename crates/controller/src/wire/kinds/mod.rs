@@ -18,6 +18,7 @@ mod endpoints;
 mod lease;
 pub(crate) mod meta;
 mod node;
+mod partial;
 mod pod;
 mod service;
 
