@@ -5,6 +5,7 @@
 
 use crate::api_errors::{is_namespace_terminating, is_not_found};
 use crate::metrics::SliceTotals;
+use crate::wire::objects::Write;
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::DeleteParams;
@@ -81,7 +82,7 @@ pub async fn write_in_order(
 ) -> Outcome {
     let mut outcome = Outcome::default();
     for slice in writes.create {
-        match crate::written::create(api, slice, wire).await {
+        match crate::written::write(api, Write::Create, slice, wire).await {
             Ok(created) => {
                 record(Change::Created(&created));
                 outcome.changed += 1;
@@ -94,7 +95,7 @@ pub async fn write_in_order(
         }
     }
     for slice in writes.update {
-        match crate::written::replace(api, name(slice), slice, wire).await {
+        match crate::written::write(api, Write::Replace { name: name(slice) }, slice, wire).await {
             Ok(updated) => {
                 record(Change::Updated(&updated));
                 outcome.changed += 1;

@@ -5,6 +5,7 @@ use super::EndpointsController;
 use crate::api_errors::{is_already_exists, is_namespace_terminating, is_not_found};
 use crate::events::Involved;
 use crate::stale_cache::is_conflict;
+use crate::wire::objects::Write;
 use crate::worker::SyncError;
 use k8s_openapi::api::core::v1::Endpoints;
 use kube::api::DeleteParams;
@@ -61,7 +62,7 @@ impl EndpointsController {
         key: &ServiceKey,
         object: &Endpoints,
     ) -> Result<(), SyncError> {
-        match crate::written::create(&self.api(key), object, &self.parts.wire).await {
+        match crate::written::write(&self.api(key), Write::Create, object, &self.parts.wire).await {
             Ok(_) => Ok(()),
             // Creates keep failing while the namespace terminates: drop the work quietly.
             Err(e) if is_namespace_terminating(&e) => Ok(()),
@@ -92,8 +93,13 @@ impl EndpointsController {
         object: &Endpoints,
     ) -> Result<Replaced, SyncError> {
         let sent_rv = object.metadata.resource_version.clone().unwrap_or_default();
-        let result =
-            crate::written::replace(&self.api(key), &key.name, object, &self.parts.wire).await;
+        let result = crate::written::write(
+            &self.api(key),
+            Write::Replace { name: &key.name },
+            object,
+            &self.parts.wire,
+        )
+        .await;
         {
             let mut state = self.state.lock();
             match &result {
