@@ -143,33 +143,68 @@ pub fn register_process_metrics(registry: &Registry) -> Result<(), prometheus::E
 /// The content type of [`render`]'s output.
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// What the metric tests read: a set registered alone and used, and the names it exposes.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
+    use prometheus::Registry;
 
-    #[test]
-    fn metric_names_are_upstream_names() {
+    /// A registry holding only what `register` registers, once `record` used it.
+    pub(crate) fn registered<M>(
+        register: impl FnOnce(&Registry) -> Result<M, prometheus::Error>,
+        record: impl FnOnce(&M),
+    ) -> Registry {
         let registry = Registry::new();
-        let metrics = EndpointSliceMetrics::register(&registry).unwrap();
-        metrics.totals.changed("create");
-        metrics.syncs.with_label_values(&["success"]).inc();
-        metrics
-            .endpointslices_changed_per_sync
-            .with_label_values(&["Disabled", ""])
-            .observe(1.0);
-        metrics
-            .services_count_by_traffic_distribution
-            .with_label_values(&["PreferClose"])
-            .set(1.0);
-        let mut names: Vec<String> = registry
+        record(&register(&registry).expect("a fresh registry takes every name"));
+        registry
+    }
+
+    /// The text exposition of what `register` registers, once `record` used it.
+    pub(crate) fn rendered<M>(
+        register: impl FnOnce(&Registry) -> Result<M, prometheus::Error>,
+        record: impl FnOnce(&M),
+    ) -> String {
+        super::render(&registered(register, record)).expect("the registry renders")
+    }
+
+    /// Asserts that what `register` registers, once `record` used it, is exposed as the
+    /// families `expected` (sorted).
+    pub(crate) fn assert_family_names<M>(
+        register: impl FnOnce(&Registry) -> Result<M, prometheus::Error>,
+        record: impl FnOnce(&M),
+        expected: &[&str],
+    ) {
+        let mut names: Vec<String> = registered(register, record)
             .gather()
             .iter()
             .map(|family| family.name().to_string())
             .collect();
         names.sort();
-        assert_eq!(
-            names,
-            [
+        assert_eq!(names, expected);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{assert_family_names, rendered};
+    use super::*;
+
+    #[test]
+    fn metric_names_are_upstream_names() {
+        assert_family_names(
+            EndpointSliceMetrics::register,
+            |metrics| {
+                metrics.totals.changed("create");
+                metrics.syncs.with_label_values(&["success"]).inc();
+                metrics
+                    .endpointslices_changed_per_sync
+                    .with_label_values(&["Disabled", ""])
+                    .observe(1.0);
+                metrics
+                    .services_count_by_traffic_distribution
+                    .with_label_values(&["PreferClose"])
+                    .set(1.0);
+            },
+            &[
                 "endpoint_slice_controller_changes",
                 "endpoint_slice_controller_desired_endpoint_slices",
                 "endpoint_slice_controller_endpoints_added_per_sync",
@@ -179,16 +214,15 @@ mod tests {
                 "endpoint_slice_controller_num_endpoint_slices",
                 "endpoint_slice_controller_services_count_by_traffic_distribution",
                 "endpoint_slice_controller_syncs",
-            ]
+            ],
         );
     }
 
     #[test]
     fn endpoint_count_buckets_run_from_2_to_32768() {
-        let registry = Registry::new();
-        let metrics = EndpointSliceMetrics::register(&registry).unwrap();
-        metrics.endpoints_added_per_sync.observe(3.0);
-        let text = render(&registry).unwrap();
+        let text = rendered(EndpointSliceMetrics::register, |metrics| {
+            metrics.endpoints_added_per_sync.observe(3.0);
+        });
         assert!(
             text.contains(r#"endpoint_slice_controller_endpoints_added_per_sync_bucket{le="2"} 0"#)
         );
@@ -203,10 +237,9 @@ mod tests {
 
     #[test]
     fn counters_keep_their_names_without_a_total_suffix() {
-        let registry = Registry::new();
-        let metrics = EndpointSliceMetrics::register(&registry).unwrap();
-        metrics.syncs.with_label_values(&["stale"]).inc();
-        let text = render(&registry).unwrap();
+        let text = rendered(EndpointSliceMetrics::register, |metrics| {
+            metrics.syncs.with_label_values(&["stale"]).inc();
+        });
         assert!(text.contains(r#"endpoint_slice_controller_syncs{result="stale"} 1"#));
         assert!(!text.contains("syncs_total"));
     }

@@ -70,21 +70,14 @@ impl MirroringMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::testing::{assert_family_names, rendered};
 
     #[test]
     fn mirroring_metric_names_are_upstream_names() {
-        let registry = Registry::new();
-        let metrics = MirroringMetrics::register(&registry).unwrap();
-        metrics.totals.changed("create");
-        let mut names: Vec<String> = registry
-            .gather()
-            .iter()
-            .map(|family| family.name().to_string())
-            .collect();
-        names.sort();
-        assert_eq!(
-            names,
-            [
+        assert_family_names(
+            MirroringMetrics::register,
+            |metrics| metrics.totals.changed("create"),
+            &[
                 "endpoint_slice_mirroring_controller_addresses_skipped_per_sync",
                 "endpoint_slice_mirroring_controller_changes",
                 "endpoint_slice_mirroring_controller_desired_endpoint_slices",
@@ -94,16 +87,15 @@ mod tests {
                 "endpoint_slice_mirroring_controller_endpoints_sync_duration",
                 "endpoint_slice_mirroring_controller_endpoints_updated_per_sync",
                 "endpoint_slice_mirroring_controller_num_endpoint_slices",
-            ]
+            ],
         );
     }
 
     #[test]
     fn sync_duration_buckets_run_from_one_millisecond_to_sixteen_seconds() {
-        let registry = Registry::new();
-        let metrics = MirroringMetrics::register(&registry).unwrap();
-        metrics.endpoints_sync_duration.observe(0.0015);
-        let text = crate::metrics::render(&registry).unwrap();
+        let text = rendered(MirroringMetrics::register, |metrics| {
+            metrics.endpoints_sync_duration.observe(0.0015);
+        });
         let bucket = |le: &str| {
             format!(
                 r#"endpoint_slice_mirroring_controller_endpoints_sync_duration_bucket{{le="{le}"}}"#
