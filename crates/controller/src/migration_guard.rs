@@ -390,27 +390,41 @@ fn key_of(meta: &ObjectMeta) -> Option<ObjectKey> {
     ))
 }
 
-impl Handler<StoredSlice> for MigrationGuard {
-    fn on_add(&self, new: &Arc<StoredSlice>) {
-        self.check_slice(new.without_endpoints());
+/// The two stored kinds the guard watches, and what it does with each.
+trait GuardedKind: Send + Sync + 'static {
+    /// Looks at the object's latest version for another manager's writes.
+    fn check(&self, guard: &MigrationGuard);
+    /// Forgets the deleted object.
+    fn forget(&self, guard: &MigrationGuard);
+}
+
+impl GuardedKind for StoredSlice {
+    fn check(&self, guard: &MigrationGuard) {
+        guard.check_slice(self.without_endpoints());
     }
-    fn on_update(&self, _old: &Arc<StoredSlice>, new: &Arc<StoredSlice>) {
-        self.check_slice(new.without_endpoints());
-    }
-    fn on_delete(&self, old: &Arc<StoredSlice>) {
-        self.forget(Kind::EndpointSlice, &old.without_endpoints().metadata);
+    fn forget(&self, guard: &MigrationGuard) {
+        guard.forget(Kind::EndpointSlice, &self.without_endpoints().metadata);
     }
 }
 
-impl Handler<StoredEndpoints> for MigrationGuard {
-    fn on_add(&self, new: &Arc<StoredEndpoints>) {
-        self.check_endpoints(new.without_subsets());
+impl GuardedKind for StoredEndpoints {
+    fn check(&self, guard: &MigrationGuard) {
+        guard.check_endpoints(self.without_subsets());
     }
-    fn on_update(&self, _old: &Arc<StoredEndpoints>, new: &Arc<StoredEndpoints>) {
-        self.check_endpoints(new.without_subsets());
+    fn forget(&self, guard: &MigrationGuard) {
+        guard.forget(Kind::Endpoints, &self.without_subsets().metadata);
     }
-    fn on_delete(&self, old: &Arc<StoredEndpoints>) {
-        self.forget(Kind::Endpoints, &old.without_subsets().metadata);
+}
+
+impl<T: GuardedKind> Handler<T> for MigrationGuard {
+    fn on_add(&self, new: &Arc<T>) {
+        new.check(self);
+    }
+    fn on_update(&self, _old: &Arc<T>, new: &Arc<T>) {
+        new.check(self);
+    }
+    fn on_delete(&self, old: &Arc<T>) {
+        old.forget(self);
     }
 }
 
@@ -489,19 +503,24 @@ mod tests {
             "f:endpoints.kubernetes.io/managed-by": {}}}})));
     }
 
+    /// A slice whose endpoints kube-controller-manager last wrote at `second`.
+    fn slice_written_by_kube_controller_manager_at(second: i64) -> EndpointSlice {
+        EndpointSlice {
+            metadata: meta(vec![entry(
+                "kube-controller-manager",
+                second,
+                json!({"f:endpoints": {}}),
+            )]),
+            ..EndpointSlice::default()
+        }
+    }
+
     #[test]
     fn the_tap_keeps_an_object_only_while_it_has_foreign_writes() {
         let tap = ManagedFieldsTap::new(at(100));
         tap.enabled.store(true, Ordering::Relaxed);
         let key = ObjectKey::new("default", "web-abc");
-        let mut slice = EndpointSlice {
-            metadata: meta(vec![entry(
-                "kube-controller-manager",
-                150,
-                json!({"f:endpoints": {}}),
-            )]),
-            ..EndpointSlice::default()
-        };
+        let mut slice = slice_written_by_kube_controller_manager_at(150);
         tap.slice(&slice);
         assert_eq!(tap.take(Kind::EndpointSlice, &key).len(), 1);
         tap.slice(&slice);
@@ -513,14 +532,7 @@ mod tests {
     #[test]
     fn a_tap_no_guard_took_notes_nothing() {
         let tap = ManagedFieldsTap::new(at(100));
-        let slice = EndpointSlice {
-            metadata: meta(vec![entry(
-                "kube-controller-manager",
-                150,
-                json!({"f:endpoints": {}}),
-            )]),
-            ..EndpointSlice::default()
-        };
+        let slice = slice_written_by_kube_controller_manager_at(150);
         tap.slice(&slice);
         assert!(tap.seen.lock().unwrap().is_empty());
     }
