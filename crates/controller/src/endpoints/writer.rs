@@ -43,6 +43,22 @@ impl EndpointsController {
         }
     }
 
+    /// A write refused for good: reported as a Warning Event `reason` saying `message`, and
+    /// retried as the sync's error.
+    fn failed(
+        &self,
+        key: &ServiceKey,
+        verb: &'static str,
+        reason: &'static str,
+        message: String,
+        source: kube::Error,
+    ) -> SyncError {
+        self.parts
+            .events
+            .record(Self::involved(key), PlannedEvent::warning(reason, message));
+        Self::write_error(key, verb, source)
+    }
+
     /// Deletes the Endpoints of a Service that is gone (already gone is fine).
     pub(super) async fn delete(&self, key: &ServiceKey) -> Result<(), SyncError> {
         match self
@@ -73,14 +89,8 @@ impl EndpointsController {
                 service: key.clone(),
             }),
             Err(e) => {
-                self.parts.events.record(
-                    Self::involved(key),
-                    PlannedEvent::warning(
-                        "FailedToCreateEndpoint",
-                        format!("Failed to create endpoint for service {key}: {e}"),
-                    ),
-                );
-                Err(Self::write_error(key, "create", e))
+                let message = format!("Failed to create endpoint for service {key}: {e}");
+                Err(self.failed(key, "create", "FailedToCreateEndpoint", message, e))
             }
         }
     }
@@ -124,14 +134,8 @@ impl EndpointsController {
                 new_rv: updated.metadata.resource_version.unwrap_or_default(),
             }),
             Err(e) => {
-                self.parts.events.record(
-                    Self::involved(key),
-                    PlannedEvent::warning(
-                        "FailedToUpdateEndpoint",
-                        format!("Failed to update endpoint {key}: {e}"),
-                    ),
-                );
-                Err(Self::write_error(key, "update", e))
+                let message = format!("Failed to update endpoint {key}: {e}");
+                Err(self.failed(key, "update", "FailedToUpdateEndpoint", message, e))
             }
         }
     }
