@@ -101,21 +101,21 @@ impl ManagedFieldsTap {
         }
     }
 
-    /// Notes a slice's foreign writes.
-    pub fn slice(&self, slice: &EndpointSlice) {
-        self.note(Kind::EndpointSlice, &slice.metadata, slice_fields_owned);
+    /// Notes `object`'s foreign writes, then drops its managedFields, which nothing else
+    /// reads: what the informer keeps of it.
+    pub fn stripped<K: Tapped>(&self, mut object: K) -> K {
+        self.note(&object);
+        object.meta_mut().managed_fields = None;
+        object
     }
 
-    /// Notes an Endpoints' foreign writes.
-    pub fn endpoints(&self, endpoints: &Endpoints) {
-        self.note(Kind::Endpoints, &endpoints.metadata, endpoints_fields_owned);
-    }
-
-    fn note(&self, kind: Kind, meta: &ObjectMeta, owns_managed: fn(&Value) -> bool) {
+    /// Notes `object`'s foreign writes.
+    fn note<K: Tapped>(&self, object: &K) {
         if !self.enabled.load(Ordering::Relaxed) {
             return;
         }
-        let writes = foreign_writes(meta, self.since, owns_managed);
+        let (kind, meta) = (K::KIND, object.meta());
+        let writes = foreign_writes(meta, self.since, K::fields_owned);
         let (Some(namespace), Some(name)) = (&meta.namespace, &meta.name) else {
             return;
         };
@@ -134,6 +134,28 @@ impl ManagedFieldsTap {
             return Vec::new();
         }
         seen.remove(&(kind, key.clone())).unwrap_or_default()
+    }
+}
+
+/// The kinds the tap reads, and which of their fields the controllers write.
+pub trait Tapped: kube::Resource {
+    /// The kind, as the guard reports it.
+    const KIND: Kind;
+    /// Whether a managedFields entry's fieldset holds a field the controllers write.
+    fn fields_owned(fields: &Value) -> bool;
+}
+
+impl Tapped for EndpointSlice {
+    const KIND: Kind = Kind::EndpointSlice;
+    fn fields_owned(fields: &Value) -> bool {
+        slice_fields_owned(fields)
+    }
+}
+
+impl Tapped for Endpoints {
+    const KIND: Kind = Kind::Endpoints;
+    fn fields_owned(fields: &Value) -> bool {
+        endpoints_fields_owned(fields)
     }
 }
 
@@ -521,11 +543,11 @@ mod tests {
         tap.enabled.store(true, Ordering::Relaxed);
         let key = ObjectKey::new("default", "web-abc");
         let mut slice = slice_written_by_kube_controller_manager_at(150);
-        tap.slice(&slice);
+        tap.note(&slice);
         assert_eq!(tap.take(Kind::EndpointSlice, &key).len(), 1);
-        tap.slice(&slice);
+        tap.note(&slice);
         slice.metadata.managed_fields = None;
-        tap.slice(&slice);
+        tap.note(&slice);
         assert!(tap.take(Kind::EndpointSlice, &key).is_empty());
     }
 
@@ -533,7 +555,7 @@ mod tests {
     fn a_tap_no_guard_took_notes_nothing() {
         let tap = ManagedFieldsTap::new(at(100));
         let slice = slice_written_by_kube_controller_manager_at(150);
-        tap.slice(&slice);
+        tap.note(&slice);
         assert!(tap.seen.lock().unwrap().is_empty());
     }
 }
