@@ -166,6 +166,24 @@ pub(crate) mod testing {
         super::render(&registered(register, record)).expect("the registry renders")
     }
 
+    /// Asserts that the histogram `name`, once `record` observed one value between its two
+    /// lowest bounds, has buckets from the `lowest` bound, through the `next` and up to the
+    /// `highest`, and none at the bound `beyond`. Returns the whole exposition.
+    pub(crate) fn assert_buckets<M>(
+        register: impl FnOnce(&Registry) -> Result<M, prometheus::Error>,
+        record: impl FnOnce(&M),
+        name: &str,
+        [lowest, next, highest, beyond]: [&str; 4],
+    ) -> String {
+        let text = rendered(register, record);
+        let bucket = |le: &str| format!(r#"{name}_bucket{{le="{le}"}}"#);
+        assert!(text.contains(&format!("{} 0", bucket(lowest))), "{text}");
+        assert!(text.contains(&format!("{} 1", bucket(next))), "{text}");
+        assert!(text.contains(&format!("{} 1", bucket(highest))), "{text}");
+        assert!(!text.contains(&bucket(beyond)), "{text}");
+        text
+    }
+
     /// Asserts that what `register` registers, once `record` used it, is exposed as the
     /// families `expected` (sorted).
     pub(crate) fn assert_family_names<M>(
@@ -185,7 +203,7 @@ pub(crate) mod testing {
 
 #[cfg(test)]
 mod tests {
-    use super::testing::{assert_family_names, rendered};
+    use super::testing::{assert_buckets, assert_family_names, rendered};
     use super::*;
 
     #[test]
@@ -220,18 +238,13 @@ mod tests {
 
     #[test]
     fn endpoint_count_buckets_run_from_2_to_32768() {
-        let text = rendered(EndpointSliceMetrics::register, |metrics| {
-            metrics.endpoints_added_per_sync.observe(3.0);
-        });
-        assert!(
-            text.contains(r#"endpoint_slice_controller_endpoints_added_per_sync_bucket{le="2"} 0"#)
+        let text = assert_buckets(
+            EndpointSliceMetrics::register,
+            |metrics| metrics.endpoints_added_per_sync.observe(3.0),
+            "endpoint_slice_controller_endpoints_added_per_sync",
+            ["2", "4", "32768", "65536"],
         );
-        assert!(
-            text.contains(r#"endpoint_slice_controller_endpoints_added_per_sync_bucket{le="4"} 1"#)
-        );
-        assert!(text.contains(
-            r#"endpoint_slice_controller_endpoints_added_per_sync_bucket{le="32768"} 1"#
-        ));
+        // No histogram of the set goes further.
         assert!(!text.contains(r#"le="65536""#));
     }
 

@@ -70,7 +70,7 @@ impl MirroringMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::testing::{assert_family_names, rendered};
+    use crate::metrics::testing::{assert_buckets, assert_family_names};
 
     #[test]
     fn mirroring_metric_names_are_upstream_names() {
@@ -93,17 +93,11 @@ mod tests {
 
     #[test]
     fn sync_duration_buckets_run_from_one_millisecond_to_sixteen_seconds() {
-        let text = rendered(MirroringMetrics::register, |metrics| {
-            metrics.endpoints_sync_duration.observe(0.0015);
-        });
-        let bucket = |le: &str| {
-            format!(
-                r#"endpoint_slice_mirroring_controller_endpoints_sync_duration_bucket{{le="{le}"}}"#
-            )
-        };
-        assert!(text.contains(&format!("{} 0", bucket("0.001"))));
-        assert!(text.contains(&format!("{} 1", bucket("0.002"))));
-        assert!(text.contains(&format!("{} 1", bucket("16.384"))));
-        assert!(!text.contains(&bucket("32.768")));
+        assert_buckets(
+            MirroringMetrics::register,
+            |metrics| metrics.endpoints_sync_duration.observe(0.0015),
+            "endpoint_slice_mirroring_controller_endpoints_sync_duration",
+            ["0.001", "0.002", "16.384", "32.768"],
+        );
     }
 }
