@@ -192,10 +192,10 @@ pub struct Tracker {
     /// Nodes, by index.
     pub nodes: Vec<NodeModel>,
     slices: HashMap<String, SliceSeen>,
-    slice_staging: Option<Vec<EndpointSlice>>,
+    slice_relist: Relist<EndpointSlice>,
     by_service: Vec<ServiceSlices>,
     endpoints: Vec<Option<ServiceEndpoints>>,
-    endpoints_staging: Option<Vec<Endpoints>>,
+    endpoints_relist: Relist<Endpoints>,
     /// Latencies to the slices.
     pub slice_latency: Latencies<SliceEndpoint>,
     /// Latencies to the Endpoints objects.
@@ -422,9 +422,9 @@ impl Tracker {
 
     /// Applies one event of the EndpointSlice watch.
     pub fn on_slice_event(&mut self, event: watcher::Event<EndpointSlice>, now: Instant) {
-        match event {
-            watcher::Event::Apply(slice) => self.apply_slice(&slice, true, now),
-            watcher::Event::Delete(slice) => {
+        match self.slice_relist.step(event) {
+            Step::Apply(slice) => self.apply_slice(&slice, true, now),
+            Step::Delete(slice) => {
                 if let Some(name) = slice.metadata.name.as_deref() {
                     if let Some(seen) = self.slices.remove(name) {
                         self.slice_writes.deleted += 1;
@@ -435,15 +435,9 @@ impl Tracker {
                     }
                 }
             }
-            watcher::Event::Init => self.slice_staging = Some(Vec::new()),
-            watcher::Event::InitApply(slice) => {
-                if let Some(staged) = self.slice_staging.as_mut() {
-                    staged.push(slice);
-                }
-            }
-            watcher::Event::InitDone => {
+            Step::Staged => {}
+            Step::Listed(staged) => {
                 // A re-list replaces everything: drop what we had, apply what was listed.
-                let staged = self.slice_staging.take().unwrap_or_default();
                 self.slices.clear();
                 for b in &mut self.by_service {
                     b.names.clear();
@@ -553,9 +547,9 @@ impl Tracker {
 
     /// Applies one event of the Endpoints watch.
     pub fn on_endpoints_event(&mut self, event: watcher::Event<Endpoints>, now: Instant) {
-        match event {
-            watcher::Event::Apply(e) => self.apply_endpoints(&e, true, now),
-            watcher::Event::Delete(e) => {
+        match self.endpoints_relist.step(event) {
+            Step::Apply(e) => self.apply_endpoints(&e, true, now),
+            Step::Delete(e) => {
                 let service = e
                     .metadata
                     .name
@@ -567,14 +561,8 @@ impl Tracker {
                     self.replace_endpoints(s, None, now);
                 }
             }
-            watcher::Event::Init => self.endpoints_staging = Some(Vec::new()),
-            watcher::Event::InitApply(e) => {
-                if let Some(staged) = self.endpoints_staging.as_mut() {
-                    staged.push(e);
-                }
-            }
-            watcher::Event::InitDone => {
-                let staged = self.endpoints_staging.take().unwrap_or_default();
+            Step::Staged => {}
+            Step::Listed(staged) => {
                 let listed: BTreeSet<usize> = staged
                     .iter()
                     .filter_map(|e| e.metadata.name.as_deref())
@@ -663,38 +651,95 @@ impl Tracker {
     }
 }
 
+/// What one watch event means once a re-list in progress is accounted for.
+enum Step<K> {
+    /// An object added or changed.
+    Apply(K),
+    /// An object deleted.
+    Delete(K),
+    /// Part of a re-list, kept until it ends.
+    Staged,
+    /// A re-list ended: everything it listed.
+    Listed(Vec<K>),
+}
+
+/// The objects of a re-list in progress, handed over all at once when it ends.
+#[derive(Debug)]
+struct Relist<K>(Option<Vec<K>>);
+
+impl<K> Default for Relist<K> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+impl<K> Relist<K> {
+    /// Takes in one event of the watch.
+    fn step(&mut self, event: watcher::Event<K>) -> Step<K> {
+        match event {
+            watcher::Event::Apply(object) => Step::Apply(object),
+            watcher::Event::Delete(object) => Step::Delete(object),
+            watcher::Event::Init => {
+                self.0 = Some(Vec::new());
+                Step::Staged
+            }
+            watcher::Event::InitApply(object) => {
+                if let Some(staged) = self.0.as_mut() {
+                    staged.push(object);
+                }
+                Step::Staged
+            }
+            watcher::Event::InitDone => Step::Listed(self.0.take().unwrap_or_default()),
+        }
+    }
+}
+
 /// Starts the two watches in `namespace`, feeding `tracker`.
 pub fn spawn_watches(client: &Client, namespace: &str, tracker: &Shared) -> Vec<JoinHandle<()>> {
     let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
     let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), namespace);
     let managed = format!("{MANAGED_BY_LABEL}={MANAGED_BY_CONTROLLER}");
-    let slice_task = {
-        let tracker = tracker.clone();
-        let stream = watcher(slices, watcher::Config::default().labels(&managed)).default_backoff();
-        tokio::spawn(async move {
-            let mut stream = std::pin::pin!(stream);
-            while let Some(event) = stream.next().await {
-                match event {
-                    Ok(event) => lock(&tracker).on_slice_event(event, Instant::now()),
-                    Err(err) => tracing::warn!(%err, "EndpointSlice watch failed; retrying"),
-                }
+    vec![
+        spawn_watch(
+            slices,
+            watcher::Config::default().labels(&managed),
+            tracker,
+            "EndpointSlice",
+            Tracker::on_slice_event,
+        ),
+        spawn_watch(
+            endpoints,
+            watcher::Config::default(),
+            tracker,
+            "Endpoints",
+            Tracker::on_endpoints_event,
+        ),
+    ]
+}
+
+/// Watches `api` until the task is aborted, handing each event to `on_event` on `tracker`
+/// and retrying (with backoff) after a failure of the `kind` watch.
+fn spawn_watch<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    tracker: &Shared,
+    kind: &'static str,
+    on_event: fn(&mut Tracker, watcher::Event<K>, Instant),
+) -> JoinHandle<()>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let tracker = tracker.clone();
+    let stream = watcher(api, config).default_backoff();
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(event) => on_event(&mut lock(&tracker), event, Instant::now()),
+                Err(err) => tracing::warn!(%err, "{kind} watch failed; retrying"),
             }
-        })
-    };
-    let endpoints_task = {
-        let tracker = tracker.clone();
-        let stream = watcher(endpoints, watcher::Config::default()).default_backoff();
-        tokio::spawn(async move {
-            let mut stream = std::pin::pin!(stream);
-            while let Some(event) = stream.next().await {
-                match event {
-                    Ok(event) => lock(&tracker).on_endpoints_event(event, Instant::now()),
-                    Err(err) => tracing::warn!(%err, "Endpoints watch failed; retrying"),
-                }
-            }
-        })
-    };
-    vec![slice_task, endpoints_task]
+        }
+    })
 }
 
 #[cfg(test)]
@@ -724,6 +769,14 @@ mod tests {
         .unwrap()
     }
 
+    /// A tracker that has just seen the pod `web-1` of Service `web` written as `web_1`.
+    fn tracker_with_web_1(web_1: PodModel) -> (Tracker, Instant) {
+        let mut t = tracker();
+        let now = Instant::now();
+        t.set_pod("web-1", Some(web_1), now);
+        (t, now)
+    }
+
     fn tracker() -> Tracker {
         let mut t = Tracker::default();
         t.nodes.push(NodeModel {
@@ -738,9 +791,7 @@ mod tests {
 
     #[test]
     fn a_change_is_timed_from_its_write_to_the_first_event_showing_it() {
-        let mut t = tracker();
-        let start = Instant::now();
-        t.set_pod("web-1", Some(pod(true, false)), start);
+        let (mut t, start) = tracker_with_web_1(pod(true, false));
         t.written("web-1", start);
         // An event that does not show the pod leaves the change pending.
         t.on_slice_event(watcher::Event::Apply(slice(json!([]))), start);
@@ -757,9 +808,7 @@ mod tests {
 
     #[test]
     fn a_service_converges_only_when_slices_and_endpoints_both_match() {
-        let mut t = tracker();
-        let now = Instant::now();
-        t.set_pod("web-1", Some(pod(true, true)), now);
+        let (mut t, now) = tracker_with_web_1(pod(true, true));
         t.set_load_done(now);
         assert!(!t.converged());
         // Terminating: serving but not ready in the slice, and absent from Endpoints.
@@ -782,9 +831,7 @@ mod tests {
 
     #[test]
     fn a_change_overtaken_before_it_was_seen_counts_as_superseded() {
-        let mut t = tracker();
-        let now = Instant::now();
-        t.set_pod("web-1", Some(pod(true, false)), now);
+        let (mut t, now) = tracker_with_web_1(pod(true, false));
         t.written("web-1", now);
         t.set_pod("web-1", Some(pod(false, false)), now);
         t.written("web-1", now);
@@ -794,9 +841,7 @@ mod tests {
 
     #[test]
     fn endpoints_in_the_wrong_zone_do_not_match() {
-        let mut t = tracker();
-        let now = Instant::now();
-        t.set_pod("web-1", Some(pod(true, false)), now);
+        let (mut t, now) = tracker_with_web_1(pod(true, false));
         t.set_load_done(now);
         t.on_endpoints_event(
             watcher::Event::Apply(endpoints(

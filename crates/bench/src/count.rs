@@ -6,7 +6,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
 
 /// Requests by `(verb, resource)`.
 pub type Counts = BTreeMap<(String, String), u64>;
@@ -22,6 +21,20 @@ impl RequestCounter {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// A tower layer counting every request that passes through it into this counter.
+    pub fn layer<B>(
+        &self,
+    ) -> tower::util::MapRequestLayer<impl FnMut(http::Request<B>) -> http::Request<B> + Clone>
+    {
+        let counter = self.clone();
+        tower::util::MapRequestLayer::new(move |request: http::Request<B>| {
+            if let Some(class) = apiserver::classify::classify(request.method(), request.uri()) {
+                counter.add((class.verb.to_owned(), class.resource));
+            }
+            request
+        })
     }
 
     fn add(&self, key: (String, String)) {
@@ -43,46 +56,4 @@ pub fn difference(after: &Counts, before: &Counts) -> Counts {
             (d > 0).then(|| (k.clone(), d))
         })
         .collect()
-}
-
-/// A tower layer counting every request that passes through it.
-#[derive(Debug, Clone)]
-pub struct CountLayer(pub RequestCounter);
-
-impl<S> tower::Layer<S> for CountLayer {
-    type Service = Counted<S>;
-
-    fn layer(&self, inner: S) -> Counted<S> {
-        Counted {
-            inner,
-            counter: self.0.clone(),
-        }
-    }
-}
-
-/// The service made by [`CountLayer`].
-#[derive(Debug, Clone)]
-pub struct Counted<S> {
-    inner: S,
-    counter: RequestCounter,
-}
-
-impl<S, B> tower::Service<http::Request<B>> for Counted<S>
-where
-    S: tower::Service<http::Request<B>>,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-    type Future = S::Future;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        if let Some(class) = apiserver::classify::classify(request.method(), request.uri()) {
-            self.counter.add((class.verb.to_owned(), class.resource));
-        }
-        self.inner.call(request)
-    }
 }

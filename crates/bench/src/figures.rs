@@ -242,10 +242,14 @@ impl Soak {
     }
 }
 
+/// A figure followed by its unit, or "n/a" when there is none.
+fn opt<T: std::fmt::Display>(value: Option<T>, unit: &str) -> String {
+    value.map_or("n/a".to_owned(), |v| format!("{v}{unit}"))
+}
+
 impl Report {
     /// The report as a two-column table.
     pub fn table(&self) -> String {
-        let opt = |v: Option<f64>, unit: &str| v.map_or("n/a".to_owned(), |v| format!("{v}{unit}"));
         let mut rows: Vec<(String, String)> = vec![
             ("scenario".into(), self.scenario.clone()),
             (
@@ -285,11 +289,10 @@ impl Report {
             rows.push((
                 format!("{name} latency p50/p90/p99/max"),
                 format!(
-                    "{} / {} / {} / {} ms ({} of {} changes; {} superseded, {} unobserved)",
-                    opt(p.p50_ms, ""),
-                    opt(p.p90_ms, ""),
-                    opt(p.p99_ms, ""),
-                    opt(p.max_ms, ""),
+                    "{} ms ({} of {} changes; {} superseded, {} unobserved)",
+                    [p.p50_ms, p.p90_ms, p.p99_ms, p.max_ms]
+                        .map(|ms| opt(ms, ""))
+                        .join(" / "),
                     p.count,
                     l.changes,
                     l.superseded,
@@ -300,11 +303,7 @@ impl Report {
         let r = &self.controller_requests;
         rows.push((
             "controller requests".into(),
-            format!(
-                "{} ({})",
-                r.total.map_or("n/a".to_owned(), |t| t.to_string()),
-                r.source
-            ),
+            format!("{} ({})", opt(r.total, ""), r.source),
         ));
         for (k, v) in &r.by_verb_resource {
             rows.push((format!("  {k}"), v.to_string()));
@@ -359,9 +358,8 @@ impl Report {
             "controller received".into(),
             format!(
                 "{} bytes in {} watch events, {} bytes per event; {} cpu ms per 1000 pod changes",
-                wire.bytes_read.map_or("n/a".to_owned(), |b| b.to_string()),
-                wire.watch_events
-                    .map_or("n/a".to_owned(), |e| e.to_string()),
+                opt(wire.bytes_read, ""),
+                opt(wire.watch_events, ""),
                 opt(wire.bytes_per_watch_event, ""),
                 opt(wire.cpu_ms_per_1000_pod_changes, ""),
             ),

@@ -271,7 +271,7 @@ async fn generator_client(
     let burst = (qps.ceil() as u32).max(1);
     let limit = controller::client::QpsLimitLayer::new(qps, burst);
     Ok(kube::client::ClientBuilder::try_from(config)?
-        .with_layer(&count::CountLayer(counter.clone()))
+        .with_layer(&counter.layer())
         .with_layer(&limit)
         .build())
 }

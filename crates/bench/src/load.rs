@@ -193,6 +193,13 @@ enum Op {
     NodeZone { node: usize, zone: String },
 }
 
+impl Op {
+    /// The writes that let the terminating pods `names` go.
+    fn finish_all(names: impl IntoIterator<Item = String>) -> Vec<Op> {
+        names.into_iter().map(|name| Op::Finish { name }).collect()
+    }
+}
+
 /// The load generator.
 pub struct Load {
     client: Client,
@@ -406,7 +413,7 @@ impl Load {
                 }
             }
             self.run(starts).await?;
-            stops.extend(terminating.drain(..).map(|name| Op::Finish { name }));
+            stops.extend(Op::finish_all(terminating.drain(..)));
             for op in &stops {
                 if let Op::Terminate { name } = op {
                     terminating.push(name.clone());
@@ -414,13 +421,7 @@ impl Load {
             }
             self.run(stops).await?;
         }
-        self.run(
-            terminating
-                .into_iter()
-                .map(|name| Op::Finish { name })
-                .collect(),
-        )
-        .await
+        self.run(Op::finish_all(terminating)).await
     }
 
     /// Flips the readiness of `churn` random pods, up to 32 distinct pods per step.
@@ -516,10 +517,7 @@ impl Load {
         let mut terminating: Vec<String> = Vec::new();
         let mut left = churn;
         while left > 0 {
-            let mut ops: Vec<Op> = terminating
-                .drain(..)
-                .map(|name| Op::Finish { name })
-                .collect();
+            let mut ops = Op::finish_all(terminating.drain(..));
             let mut picked = BTreeSet::new();
             for _ in 0..left.min(4) {
                 left -= 1;
@@ -544,13 +542,7 @@ impl Load {
             }
             self.run(ops).await?;
         }
-        self.run(
-            terminating
-                .into_iter()
-                .map(|name| Op::Finish { name })
-                .collect(),
-        )
-        .await
+        self.run(Op::finish_all(terminating)).await
     }
 
     /// `churn` node events: a node goes NotReady (and its pods unready) or comes back, or
@@ -595,8 +587,7 @@ impl Load {
     /// Removes our finalizer from every pod left (so a real cluster can delete the namespace).
     pub async fn release_all(&self) -> Result<()> {
         let names: Vec<String> = lock(&self.tracker).pods.keys().cloned().collect();
-        self.run(names.into_iter().map(|name| Op::Finish { name }).collect())
-            .await
+        self.run(Op::finish_all(names)).await
     }
 
     /// Deletes the namespace (after [`Self::release_all`]).

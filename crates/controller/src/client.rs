@@ -145,7 +145,7 @@ pub fn client_from_config(
     settings: &ClientSettings,
 ) -> Result<Client, ClientError> {
     let limit = QpsLimitLayer::new(f64::from(settings.qps), settings.burst);
-    Ok(builder(config, settings)?.with_layer(&limit).build())
+    stack(config, settings, &limit, None, None)
 }
 
 /// [`client_from_config`], with its own token bucket, counting its requests in `metrics`.
@@ -168,45 +168,19 @@ pub fn metered_client(
     limit: &QpsLimitLayer,
     bearer: Option<&crate::service_accounts::BearerLayer>,
 ) -> Result<Client, ClientError> {
-    let host = host_label(&config.cluster_url);
-    let limit = limit
-        .clone()
-        .observed_by(metrics.rate_limiter(host.clone()));
-    Ok(builder(config, settings)?
-        .with_layer(&tower::util::option_layer(bearer.cloned()))
-        .with_layer(&limit)
-        .with_layer(&metrics.layer(host))
-        .build())
+    stack(config, settings, limit, Some(metrics), bearer)
 }
 
-/// What kube's own client stack is: named so that [`builder`] can return it.
-trait KubeService:
-    tower::Service<
-        http::Request<kube::client::Body>,
-        Response = http::Response<Box<kube::client::DynBody>>,
-        Error = tower::BoxError,
-        Future: Send + 'static,
-    > + Send
-    + 'static
-{
-}
-
-impl<S> KubeService for S where
-    S: tower::Service<
-            http::Request<kube::client::Body>,
-            Response = http::Response<Box<kube::client::DynBody>>,
-            Error = tower::BoxError,
-            Future: Send + 'static,
-        > + Send
-        + 'static
-{
-}
-
-/// kube's client stack for `config`, with the settings' timeouts and without kube's retries.
-fn builder(
+/// kube's client stack for `config`, with the settings' timeouts and without kube's retries,
+/// taking its tokens from `limit`; counting its requests in `metrics` and sending `bearer`'s
+/// token when they are given.
+fn stack(
     mut config: Config,
     settings: &ClientSettings,
-) -> Result<ClientBuilder<impl KubeService>, ClientError> {
+    limit: &QpsLimitLayer,
+    metrics: Option<&RestClientMetrics>,
+    bearer: Option<&crate::service_accounts::BearerLayer>,
+) -> Result<Client, ClientError> {
     config.default_retry = false;
     // Named in the API server's audit log and request metrics, as upstream's clients are.
     if !config
@@ -229,7 +203,21 @@ fn builder(
     if config.cluster_url.scheme_str() == Some("http") && config.root_cert.is_none() {
         config.root_cert = Some(Vec::new());
     }
-    ClientBuilder::try_from(config).map_err(ClientError::Build)
+    let host = host_label(&config.cluster_url);
+    let limit = match metrics {
+        Some(metrics) => limit
+            .clone()
+            .observed_by(metrics.rate_limiter(host.clone())),
+        None => limit.clone(),
+    };
+    Ok(ClientBuilder::try_from(config)
+        .map_err(ClientError::Build)?
+        .with_layer(&tower::util::option_layer(bearer.cloned()))
+        .with_layer(&limit)
+        .with_layer(&tower::util::option_layer(
+            metrics.map(|metrics| metrics.layer(host)),
+        ))
+        .build())
 }
 
 /// A tower layer making every request wait for a token from a shared bucket, like
@@ -340,24 +328,26 @@ mod tests {
 
     use super::*;
 
+    /// A service answering each request with its body.
+    fn echo() -> impl Service<http::Request<u32>, Response = u32, Error = Infallible> {
+        tower::service_fn(|r: http::Request<u32>| async move { Ok(*r.body()) })
+    }
+
+    /// Sends `body` through `service` once it is ready; its answer.
+    async fn call(
+        service: &mut impl Service<http::Request<u32>, Response = u32, Error = Infallible>,
+        body: u32,
+    ) -> u32 {
+        let ready = service.ready().await.unwrap();
+        ready.call(http::Request::new(body)).await.unwrap()
+    }
+
     #[tokio::test(start_paused = true)]
     async fn requests_past_the_burst_wait_for_the_rate() {
-        let layer = QpsLimitLayer::new(10.0, 2);
-        let mut service = layer.layer(tower::service_fn(|r: http::Request<u32>| async move {
-            Ok::<_, Infallible>(*r.body())
-        }));
+        let mut service = QpsLimitLayer::new(10.0, 2).layer(echo());
         let start = Instant::now();
         for n in 0..4 {
-            assert_eq!(
-                service
-                    .ready()
-                    .await
-                    .unwrap()
-                    .call(http::Request::new(n))
-                    .await
-                    .unwrap(),
-                n
-            );
+            assert_eq!(call(&mut service, n).await, n);
         }
         // Two from the burst, then one every 100ms.
         assert_eq!(start.elapsed(), Duration::from_millis(200));
@@ -366,24 +356,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn clones_of_the_layer_share_one_bucket() {
         let layer = QpsLimitLayer::new(1.0, 1);
-        let echo = || {
-            tower::service_fn(|r: http::Request<u32>| async move { Ok::<_, Infallible>(*r.body()) })
-        };
         let mut a = layer.layer(echo());
         let mut b = layer.clone().layer(echo());
         let start = Instant::now();
-        a.ready()
-            .await
-            .unwrap()
-            .call(http::Request::new(1))
-            .await
-            .unwrap();
-        b.ready()
-            .await
-            .unwrap()
-            .call(http::Request::new(2))
-            .await
-            .unwrap();
+        call(&mut a, 1).await;
+        call(&mut b, 2).await;
         assert_eq!(start.elapsed(), Duration::from_secs(1));
     }
 

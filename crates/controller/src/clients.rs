@@ -195,6 +195,15 @@ impl Clients {
         })
     }
 
+    /// The client `controller` writes and records its Events through.
+    pub fn of(&self, controller: Identity) -> &Client {
+        match controller {
+            Identity::Endpoints => &self.endpoints,
+            Identity::EndpointSlices => &self.endpoint_slices,
+            Identity::Mirroring => &self.mirroring,
+        }
+    }
+
     /// Clients made by `make`, called once per budget, speaking protobuf.
     pub fn try_from_fn<E>(mut make: impl FnMut() -> Result<Client, E>) -> Result<Self, E> {
         Ok(Self {

@@ -240,56 +240,68 @@ mod tests {
         assert_eq!(settings.validate(), Ok(()));
     }
 
+    /// What `validate` says of the default settings changed by `change`.
+    fn validated(change: impl FnOnce(&mut Settings)) -> Result<(), SettingsError> {
+        let mut settings = Settings::default();
+        change(&mut settings);
+        settings.validate()
+    }
+
+    /// Asserts that the number `set` sets is valid up to `max` and at it, refused as
+    /// `refusal` past it, and refused at zero.
+    fn assert_capped(set: fn(&mut Settings, u32), max: u32, refusal: fn(u32) -> SettingsError) {
+        assert_eq!(validated(|s| set(s, max)), Ok(()));
+        assert_eq!(validated(|s| set(s, max + 1)), Err(refusal(max + 1)));
+        assert!(validated(|s| set(s, 0)).is_err());
+    }
+
     #[test]
     fn max_endpoints_per_slice_is_capped_at_one_thousand() {
-        let mut settings = Settings {
-            max_endpoints_per_slice: 1000,
-            ..Settings::default()
-        };
-        assert_eq!(settings.validate(), Ok(()));
-        settings.max_endpoints_per_slice = 1001;
-        assert_eq!(
-            settings.validate(),
-            Err(SettingsError::MaxEndpointsPerSlice(1001))
+        assert_capped(
+            |s, n| s.max_endpoints_per_slice = n,
+            1000,
+            SettingsError::MaxEndpointsPerSlice,
         );
-        settings.max_endpoints_per_slice = 0;
-        assert!(settings.validate().is_err());
     }
 
     #[test]
     fn mirroring_settings_stay_within_upstream_ranges() {
-        let mut settings = Settings {
-            mirroring_concurrent_service_endpoint_syncs: 50,
-            mirroring_max_endpoints_per_subset: 1,
-            ..Settings::default()
-        };
-        assert_eq!(settings.validate(), Ok(()));
-        settings.mirroring_concurrent_service_endpoint_syncs = 51;
+        let workers = |s: &mut Settings, n| s.mirroring_concurrent_service_endpoint_syncs = n;
+        let per_subset = |s: &mut Settings, n| s.mirroring_max_endpoints_per_subset = n;
         assert_eq!(
-            settings.validate(),
-            Err(SettingsError::MirroringWorkers(51))
+            validated(|s| {
+                workers(s, 50);
+                per_subset(s, 1);
+            }),
+            Ok(())
         );
-        settings.mirroring_concurrent_service_endpoint_syncs = 0;
-        assert_eq!(settings.validate(), Err(SettingsError::MirroringWorkers(0)));
-        settings.mirroring_concurrent_service_endpoint_syncs = 5;
-        settings.mirroring_max_endpoints_per_subset = 1001;
+        assert_capped(workers, 50, SettingsError::MirroringWorkers);
         assert_eq!(
-            settings.validate(),
-            Err(SettingsError::MirroringMaxEndpointsPerSubset(1001))
+            validated(|s| workers(s, 0)),
+            Err(SettingsError::MirroringWorkers(0))
         );
-        settings.mirroring_max_endpoints_per_subset = 0;
-        assert!(settings.validate().is_err());
+        assert_capped(
+            per_subset,
+            1000,
+            SettingsError::MirroringMaxEndpointsPerSubset,
+        );
     }
 
     #[test]
     fn leader_election_timings_must_nest() {
-        let mut settings = Settings::default();
-        settings.leader_election.renew_deadline = Duration::from_secs(15);
+        let renew_too_late = |s: &mut Settings| {
+            s.leader_election.renew_deadline = Duration::from_secs(15);
+        };
         assert_eq!(
-            settings.validate(),
+            validated(renew_too_late),
             Err(SettingsError::LeaderElectionTimings)
         );
-        settings.leader_election.enabled = false;
-        assert_eq!(settings.validate(), Ok(()));
+        assert_eq!(
+            validated(|s| {
+                renew_too_late(s);
+                s.leader_election.enabled = false;
+            }),
+            Ok(())
+        );
     }
 }

@@ -281,17 +281,24 @@ mod tests {
         }
     }
 
+    /// Has `filter` allow `component` its whole burst of 25 events about `object` at `at`.
+    fn use_up_burst(
+        filter: &mut SpamFilter,
+        component: &'static str,
+        object: &Involved,
+        at: Instant,
+    ) {
+        for n in 0..SPAM_BURST {
+            assert!(filter.allow(component, object, at), "event {n}");
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_component_sends_25_events_about_an_object_then_one_every_five_minutes() {
         let mut filter = SpamFilter::default();
         let web = service("web");
         let start = Instant::now();
-        for n in 0..25 {
-            assert!(
-                filter.allow("endpoint-controller", &web, start),
-                "event {n}"
-            );
-        }
+        use_up_burst(&mut filter, "endpoint-controller", &web, start);
         assert!(!filter.allow("endpoint-controller", &web, start));
         let almost = start + Duration::from_secs(299);
         assert!(!filter.allow("endpoint-controller", &web, almost));
@@ -304,35 +311,51 @@ mod tests {
     async fn another_object_or_component_has_its_own_allowance() {
         let mut filter = SpamFilter::default();
         let now = Instant::now();
-        for _ in 0..25 {
-            assert!(filter.allow("endpoint-controller", &service("web"), now));
-        }
+        use_up_burst(&mut filter, "endpoint-controller", &service("web"), now);
         assert!(!filter.allow("endpoint-controller", &service("web"), now));
         assert!(filter.allow("endpoint-controller", &service("db"), now));
         assert!(filter.allow("endpoint-slice-controller", &service("web"), now));
     }
 
-    #[tokio::test]
-    async fn events_past_the_allowance_are_not_sent() {
+    /// A recorder reporting as `c` to a fresh API server, with what it writes there.
+    struct Recording<S> {
+        recorder: EventRecorder,
+        /// The recorder's sender, not running yet.
+        sender: S,
+        /// The server's Events in `default`.
+        events: Api<Event>,
+        /// Stops the sender.
+        shutdown: CancellationToken,
+    }
+
+    fn recording() -> Recording<impl std::future::Future<Output = ()>> {
         let server = apiserver::ApiServer::new(apiserver::Config::default());
         let client = Client::new(server.service(), "default");
         let shutdown = CancellationToken::new();
         let (recorder, sender) = EventRecorder::new(client.clone(), "c", shutdown.clone());
-        let sending = tokio::spawn(sender);
-        let planned = |n: usize| PlannedEvent {
-            type_: reconcile::event::EventType::Warning,
-            reason: "FailedToUpdateEndpointSlices".into(),
-            message: format!("attempt {n}"),
+        Recording {
+            recorder,
+            sender,
+            events: Api::namespaced(client, "default"),
+            shutdown,
+        }
+    }
+
+    #[tokio::test]
+    async fn events_past_the_allowance_are_not_sent() {
+        let r = recording();
+        let sending = tokio::spawn(r.sender);
+        let planned = |n: usize| {
+            PlannedEvent::warning("FailedToUpdateEndpointSlices", format!("attempt {n}"))
         };
         for n in 0..30 {
-            recorder.record(service("web"), planned(n));
+            r.recorder.record(service("web"), planned(n));
         }
         // One task sends in order: once the event about "db" is written, "web"'s are done.
-        recorder.record(service("db"), planned(0));
-        let api: Api<Event> = Api::namespaced(client, "default");
+        r.recorder.record(service("db"), planned(0));
         let deadline = Instant::now() + Duration::from_secs(30);
         let events = loop {
-            let events = api.list(&Default::default()).await.unwrap().items;
+            let events = r.events.list(&Default::default()).await.unwrap().items;
             let about = |name: &str| {
                 events
                     .iter()
@@ -346,29 +369,22 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         };
         assert_eq!(events, SPAM_BURST as usize);
-        shutdown.cancel();
+        r.shutdown.cancel();
         sending.await.unwrap();
     }
 
     #[tokio::test]
     async fn recorded_events_are_in_flight_until_written_or_dropped() {
-        let server = apiserver::ApiServer::new(apiserver::Config::default());
-        let client = Client::new(server.service(), "default");
-        let shutdown = CancellationToken::new();
-        let (recorder, sender) = EventRecorder::new(client.clone(), "c", shutdown.clone());
-        let in_flight = recorder.in_flight();
+        let r = recording();
+        let in_flight = r.recorder.in_flight();
         assert!(in_flight.is_empty());
-        let planned = PlannedEvent {
-            type_: reconcile::event::EventType::Normal,
-            reason: "Synced".into(),
-            message: "m".into(),
-        };
+        let planned = PlannedEvent::normal("Synced", "m");
         // 30 about one object: 25 are written, 5 dropped by the spam filter.
         for _ in 0..30 {
-            recorder.record(service("web"), planned.clone());
+            r.recorder.record(service("web"), planned.clone());
         }
         assert!(!in_flight.is_empty(), "queued, the sender has not run");
-        let sending = tokio::spawn(sender);
+        let sending = tokio::spawn(r.sender);
         let deadline = Instant::now() + Duration::from_secs(30);
         while !in_flight.is_empty() {
             assert!(Instant::now() < deadline, "the events were never handled");
@@ -376,14 +392,10 @@ mod tests {
         }
         // Once none is in flight, what was written is there to read: the repeats bumped one
         // Event's count.
-        let events = Api::<Event>::namespaced(client, "default")
-            .list(&Default::default())
-            .await
-            .unwrap()
-            .items;
+        let events = r.events.list(&Default::default()).await.unwrap().items;
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].count, Some(SPAM_BURST as i32));
-        shutdown.cancel();
+        r.shutdown.cancel();
         sending.await.unwrap();
     }
 
@@ -391,9 +403,7 @@ mod tests {
     async fn the_least_recently_seen_object_is_forgotten_past_4096() {
         let mut filter = SpamFilter::default();
         let start = Instant::now();
-        for _ in 0..25 {
-            assert!(filter.allow("c", &service("first"), start));
-        }
+        use_up_burst(&mut filter, "c", &service("first"), start);
         for n in 0..SPAM_MEMORY {
             let later = start + Duration::from_millis(1 + n as u64);
             assert!(filter.allow("c", &service(&format!("s{n}")), later));

@@ -283,16 +283,19 @@ pub async fn bind(settings: &ServingSettings) -> std::io::Result<Option<TcpListe
     }
 }
 
-/// Serves the routes on `listener` until `shutdown` completes, then finishes the requests
+/// Serves `routes` ([`router`]'s, guarded or not) on `listener` (plain TCP, or TLS over it:
+/// [`crate::secure_serving::serve`]) until `shutdown` completes, then finishes the requests
 /// in flight and returns.
-pub async fn serve(
-    listener: TcpListener,
-    registry: Registry,
-    readiness: Readiness,
-    liveness: Liveness,
+pub async fn serve<L>(
+    listener: L,
+    routes: Router,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    axum::serve(listener, router(registry, readiness, liveness))
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    axum::serve(listener, routes)
         .with_graceful_shutdown(shutdown)
         .await
 }
@@ -424,9 +427,7 @@ mod tests {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let server = tokio::spawn(serve(
             listener,
-            Registry::new(),
-            Readiness::new(),
-            Liveness::new(),
+            router(Registry::new(), Readiness::new(), Liveness::new()),
             async {
                 let _ = stopped.await;
             },

@@ -156,65 +156,60 @@ impl<P> Handler<P> for Fanout<P> {
     }
 }
 
+/// An informer of `K` in every namespace, through the client watching `kind`, keeping
+/// `project`'s output.
+fn informer<K, P>(
+    clients: &crate::InformerClients,
+    kind: crate::service_accounts::Watched,
+    wire: &crate::wire::Negotiated,
+    project: impl Fn(K) -> Option<Arc<P>> + Send + Sync + 'static,
+) -> Informer<K, P>
+where
+    K: crate::wire::WireKind
+        + kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+    P: PartialEq + Send + Sync + 'static,
+{
+    // The first state comes as a streaming list (a watch with `sendInitialEvents`, what
+    // kube-apiserver calls WatchList, on by default since v1.34): served from the watch
+    // cache, and decoded one object at a time instead of a page of 500 at once. A server
+    // that refuses it (v1.33) gets a list instead (see `Informer::run`), asked for at any
+    // resourceVersion (`resourceVersion=0`) as client-go's reflector does, so that it too
+    // is answered from the watch cache rather than by a quorum read of etcd.
+    let config = watcher::Config::default().any_semantic().streaming_lists();
+    Informer::new(Api::all(clients.of(kind).clone()), config, project).with_wire(wire.clone())
+}
+
 impl Informers {
     /// Informers over all namespaces. Objects are projected to the compact views of
     /// `reconcile::projection`; slices and Endpoints are kept in full, with their endpoints and
     /// addresses in a compact form (`StoredSlice`, `StoredEndpoints`).
     pub fn new(clients: &crate::InformerClients, wire: &crate::wire::Negotiated) -> Self {
         use crate::service_accounts::Watched;
-        // The first state comes as a streaming list (a watch with `sendInitialEvents`, what
-        // kube-apiserver calls WatchList, on by default since v1.34): served from the watch
-        // cache, and decoded one object at a time instead of a page of 500 at once. A server
-        // that refuses it (v1.33) gets a list instead (see `Informer::run`), asked for at any
-        // resourceVersion (`resourceVersion=0`) as client-go's reflector does, so that it too
-        // is answered from the watch cache rather than by a quorum read of etcd.
-        let cfg = || watcher::Config::default().any_semantic().streaming_lists();
         let tap = ManagedFieldsTap::new(k8s_openapi::jiff::Timestamp::now());
         // Pods are decoded straight into the fields the projection reads (see PartialPod).
-        let pods = Informer::new(
-            Api::<PartialPod>::all(clients.of(Watched::Pods).clone()),
-            cfg(),
-            |p: PartialPod| PodInfo::from_partial(&p).map(Arc::new),
-        )
-        .with_wire(wire.clone());
-        let services = Informer::new(
-            Api::<Service>::all(clients.of(Watched::Services).clone()),
-            cfg(),
-            |s: Service| ServiceInfo::from_service(&s).map(Arc::new),
-        )
-        .with_wire(wire.clone());
-        let nodes = Informer::new(
-            Api::<Node>::all(clients.of(Watched::Nodes).clone()),
-            cfg(),
-            |n: Node| NodeInfo::from_node(&n).map(Arc::new),
-        )
-        .with_wire(wire.clone());
-        let slices = Informer::new(
-            Api::<EndpointSlice>::all(clients.of(Watched::EndpointSlices).clone()),
-            cfg(),
-            {
-                let tap = tap.clone();
-                move |mut s: EndpointSlice| {
-                    tap.slice(&s);
-                    s.metadata.managed_fields = None;
-                    Some(Arc::new(StoredSlice::new(s)))
-                }
-            },
-        )
-        .with_wire(wire.clone());
-        let endpoints = Informer::new(
-            Api::<Endpoints>::all(clients.of(Watched::Endpoints).clone()),
-            cfg(),
-            {
-                let tap = tap.clone();
-                move |mut e: Endpoints| {
-                    tap.endpoints(&e);
-                    e.metadata.managed_fields = None;
-                    Some(Arc::new(StoredEndpoints::new(e)))
-                }
-            },
-        )
-        .with_wire(wire.clone());
+        let pods = informer(clients, Watched::Pods, wire, |p: PartialPod| {
+            PodInfo::from_partial(&p).map(Arc::new)
+        });
+        let services = informer(clients, Watched::Services, wire, |s: Service| {
+            ServiceInfo::from_service(&s).map(Arc::new)
+        });
+        let nodes = informer(clients, Watched::Nodes, wire, |n: Node| {
+            NodeInfo::from_node(&n).map(Arc::new)
+        });
+        // Slices and Endpoints are kept without their managedFields, once the tap read them.
+        let slices = informer(clients, Watched::EndpointSlices, wire, {
+            let tap = tap.clone();
+            move |s: EndpointSlice| Some(Arc::new(StoredSlice::new(tap.stripped(s))))
+        });
+        let endpoints = informer(clients, Watched::Endpoints, wire, {
+            let tap = tap.clone();
+            move |e: Endpoints| Some(Arc::new(StoredEndpoints::new(tap.stripped(e))))
+        });
         let slice_store = slices.store();
         let stores = Stores {
             pods: pods.store(),
@@ -239,26 +234,31 @@ impl Informers {
         }
     }
 
+    /// Every informer's "synced" signal and progress.
+    fn signals(&self) -> [(Synced, crate::informer::Progress); 5] {
+        [
+            (self.pods.synced(), self.pods.progress()),
+            (self.services.synced(), self.services.progress()),
+            (self.nodes.synced(), self.nodes.progress()),
+            (self.slices.synced(), self.slices.progress()),
+            (self.endpoints.synced(), self.endpoints.progress()),
+        ]
+    }
+
     /// "Synced" signals of every informer.
     pub fn synced(&self) -> Vec<Synced> {
-        vec![
-            self.pods.synced(),
-            self.services.synced(),
-            self.nodes.synced(),
-            self.slices.synced(),
-            self.endpoints.synced(),
-        ]
+        self.signals()
+            .into_iter()
+            .map(|(synced, _)| synced)
+            .collect()
     }
 
     /// How far each informer has caught up with the server.
     pub fn progress(&self) -> Vec<crate::informer::Progress> {
-        vec![
-            self.pods.progress(),
-            self.services.progress(),
-            self.nodes.progress(),
-            self.slices.progress(),
-            self.endpoints.progress(),
-        ]
+        self.signals()
+            .into_iter()
+            .map(|(_, progress)| progress)
+            .collect()
     }
 
     /// Runs every informer until `shutdown` is cancelled.

@@ -40,6 +40,7 @@ pub mod field_manager;
 pub mod health;
 pub mod index;
 pub mod informer;
+pub mod instruments;
 pub mod label_index;
 pub mod leader;
 pub mod metrics;
@@ -72,7 +73,9 @@ use crate::health::Readiness;
 use crate::index::{Handlers, Informers};
 use crate::informer::Synced;
 use crate::mirroring::MirroringController;
+use crate::service_workers::{ControllerParts, ServiceSync};
 pub use clients::{Clients, InformerClients};
+use service_accounts::Identity;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -90,6 +93,55 @@ pub struct Options {
     pub shadow: Option<Arc<shadow::Shadow>>,
     /// Run the EndpointSlice mirroring controller (`endpointslice-mirroring`).
     pub mirroring: bool,
+}
+
+/// What [`run`] builds the controllers from, and where their background work goes.
+struct Assembly {
+    clients: Clients,
+    stores: index::Stores,
+    activity: Activity,
+    /// Stops the Event senders and the informers, once the workers are done.
+    background: CancellationToken,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl Assembly {
+    /// A recorder of Events under `component`, sent through `controller`'s client by a task
+    /// of its own; `activity` knows of the Events it holds.
+    fn recorder(&mut self, controller: Identity, component: &'static str) -> EventRecorder {
+        let (recorder, sender) = EventRecorder::new(
+            self.clients.of(controller).clone(),
+            component,
+            self.background.clone(),
+        );
+        self.activity.watch_events(recorder.in_flight());
+        self.tasks.spawn(sender);
+        recorder
+    }
+
+    /// The parts of `controller`, whose non-Service events wait `batch_period`.
+    fn parts(
+        &mut self,
+        controller: Identity,
+        batch_period: std::time::Duration,
+    ) -> ControllerParts {
+        ControllerParts {
+            client: self.clients.of(controller).clone(),
+            wire: self.clients.wire.clone(),
+            stores: self.stores.clone(),
+            events: self.recorder(controller, controller.event_component()),
+            batch_period,
+        }
+    }
+
+    /// Has one of the Service controllers' queue filled from Service and Pod events, and
+    /// watched for activity.
+    fn queue_services(&self, handlers: &mut Handlers, workers: &service_workers::ServiceWorkers) {
+        let queuer = workers.service_queuer();
+        handlers.pods.push(queuer.clone());
+        handlers.services.push(queuer);
+        self.activity.watch(workers.queue());
+    }
 }
 
 /// Why the controllers could not run.
@@ -114,12 +166,17 @@ pub async fn run(
     activity: Activity,
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
-    let background = CancellationToken::new();
-    let mut tasks = tokio::task::JoinSet::new();
     let clients: Clients = clients.into();
     let informers = Informers::new(&clients.informers, &clients.wire);
     let stores = informers.stores.clone();
     let settings = &options.settings;
+    let mut assembly = Assembly {
+        clients,
+        stores: stores.clone(),
+        activity,
+        background: CancellationToken::new(),
+        tasks: tokio::task::JoinSet::new(),
+    };
 
     // The label index goes first: handlers that queue work run after it is up to date.
     let label_index = Arc::new(stores.labels.clone());
@@ -131,55 +188,31 @@ pub async fn run(
         endpoints: vec![],
     };
     let slice_controller = if options.endpoint_slices {
-        let client = &clients.endpoint_slices;
-        let (recorder, sender) = EventRecorder::new(
-            client.clone(),
-            "endpoint-slice-controller",
-            background.clone(),
-        );
-        activity.watch_events(recorder.in_flight());
-        tasks.spawn(sender);
         let c = EndpointSliceController::new(
-            client.clone(),
-            clients.wire.clone(),
-            stores.clone(),
+            assembly.parts(
+                Identity::EndpointSlices,
+                settings.endpointslice_updates_batch_period,
+            ),
             registry,
-            recorder,
             settings.max_endpoints_per_slice as usize,
-            settings.endpointslice_updates_batch_period,
             options.shadow.clone(),
         )?;
-        let queuer = c.workers().service_queuer();
-        handlers.pods.push(queuer.clone());
-        handlers.services.push(queuer);
+        assembly.queue_services(&mut handlers, c.workers());
         handlers.nodes.push(c.clone());
         handlers.slices.push(c.clone());
-        activity.watch(c.workers().queue());
-        activity.watch(c.topology_queue());
+        assembly.activity.watch(c.topology_queue());
         Some(c)
     } else {
         None
     };
     let endpoints_controller = if options.endpoints {
-        let client = &clients.endpoints;
-        let (recorder, sender) =
-            EventRecorder::new(client.clone(), "endpoint-controller", background.clone());
-        activity.watch_events(recorder.in_flight());
-        tasks.spawn(sender);
         let c = EndpointsController::new(
-            client.clone(),
-            clients.wire.clone(),
-            stores.clone(),
+            assembly.parts(Identity::Endpoints, settings.endpoint_updates_batch_period),
             registry,
-            recorder,
-            settings.endpoint_updates_batch_period,
             options.shadow.clone(),
         )?;
-        let queuer = c.workers().service_queuer();
-        handlers.pods.push(queuer.clone());
-        handlers.services.push(queuer);
+        assembly.queue_services(&mut handlers, c.workers());
         handlers.endpoints.push(c.clone());
-        activity.watch(c.workers().queue());
         Some(c)
     } else {
         None
@@ -191,27 +224,18 @@ pub async fn run(
         tracing::warn!("shadow mode: the EndpointSlice mirroring controller is not run");
     }
     let mirroring_controller = if options.mirroring && options.shadow.is_none() {
-        let client = &clients.mirroring;
-        let (recorder, sender) = EventRecorder::new(
-            client.clone(),
-            reconcile::mirroring::EVENT_COMPONENT,
-            background.clone(),
-        );
-        activity.watch_events(recorder.in_flight());
-        tasks.spawn(sender);
         let c = MirroringController::new(
-            client.clone(),
-            clients.wire.clone(),
-            stores.clone(),
+            assembly.parts(
+                Identity::Mirroring,
+                settings.mirroring_endpointslice_updates_batch_period,
+            ),
             registry,
-            recorder,
             settings.mirroring_max_endpoints_per_subset as usize,
-            settings.mirroring_endpointslice_updates_batch_period,
         )?;
         handlers.services.push(c.clone());
         handlers.endpoints.push(c.clone());
         handlers.slices.push(c.clone());
-        activity.watch(c.workers().queue());
+        assembly.activity.watch(c.workers().queue());
         Some(c)
     } else {
         None
@@ -224,24 +248,23 @@ pub async fn run(
             mirrored_slices: options.mirroring,
             endpoints: options.endpoints,
         };
-        let (recorder, sender) = EventRecorder::new(
-            clients.endpoint_slices.clone(),
-            "kube-endpoints",
-            background.clone(),
-        );
-        activity.watch_events(recorder.in_flight());
-        tasks.spawn(sender);
         let guard = migration_guard::MigrationGuard::new(
             informers.managed_fields.clone(),
             stores.services.clone(),
             guarded,
-            recorder,
+            assembly.recorder(Identity::EndpointSlices, "kube-endpoints"),
             registry,
         )?;
         handlers.slices.push(guard.clone());
         handlers.endpoints.push(guard);
     }
 
+    let Assembly {
+        activity,
+        background,
+        mut tasks,
+        ..
+    } = assembly;
     let synced = informers.synced();
     for progress in informers.progress() {
         activity.watch_informer(progress);

@@ -7,9 +7,10 @@
 //! break those dashboards. The per-service figures behind the gauges are computed as data in
 //! `reconcile`; this module only holds the instruments and renders the registry.
 
+use crate::instruments::Instruments;
 use prometheus::{
-    exponential_buckets, Encoder, Gauge, GaugeVec, Histogram, HistogramOpts, HistogramVec,
-    IntCounterVec, Opts, Registry, TextEncoder,
+    exponential_buckets, Encoder, Gauge, GaugeVec, Histogram, HistogramVec, IntCounterVec,
+    Registry, TextEncoder,
 };
 
 const SUBSYSTEM: &str = "endpoint_slice_controller";
@@ -35,55 +36,37 @@ pub struct EndpointSliceMetrics {
     pub services_count_by_traffic_distribution: GaugeVec,
 }
 
-fn opts(name: &str, help: &str) -> Opts {
-    Opts::new(name, help).subsystem(SUBSYSTEM)
-}
-
 impl EndpointSliceMetrics {
     /// Creates the metrics and registers them into `registry`; fails if they already are.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let instruments = Instruments::with_subsystem(registry, SUBSYSTEM);
         // Upstream's buckets for endpoint counts: 2, 4, ..., 32768.
         let endpoint_buckets = exponential_buckets(2.0, 2.0, 15)?;
-        let metrics = Self {
-            endpoints_added_per_sync: Histogram::with_opts(
-                HistogramOpts::from(opts(
-                    "endpoints_added_per_sync",
-                    "Number of endpoints added on each Service sync",
-                ))
-                .buckets(endpoint_buckets.clone()),
+        Ok(Self {
+            endpoints_added_per_sync: instruments.histogram(
+                "endpoints_added_per_sync",
+                "Number of endpoints added on each Service sync",
+                endpoint_buckets.clone(),
             )?,
-            endpoints_removed_per_sync: Histogram::with_opts(
-                HistogramOpts::from(opts(
-                    "endpoints_removed_per_sync",
-                    "Number of endpoints removed on each Service sync",
-                ))
-                .buckets(endpoint_buckets),
+            endpoints_removed_per_sync: instruments.histogram(
+                "endpoints_removed_per_sync",
+                "Number of endpoints removed on each Service sync",
+                endpoint_buckets,
             )?,
             totals: SliceTotals::register(registry, SUBSYSTEM)?,
-            endpointslices_changed_per_sync: HistogramVec::new(
-                HistogramOpts::from(opts(
-                    "endpointslices_changed_per_sync",
-                    "Number of EndpointSlices changed on each Service sync",
-                )),
+            endpointslices_changed_per_sync: instruments.histogram_vec(
+                "endpointslices_changed_per_sync",
+                "Number of EndpointSlices changed on each Service sync",
+                prometheus::DEFAULT_BUCKETS.to_vec(),
                 &["topology", "traffic_distribution"],
             )?,
-            syncs: IntCounterVec::new(opts("syncs", "Number of EndpointSlice syncs"), &["result"])?,
-            services_count_by_traffic_distribution: GaugeVec::new(
-                opts(
-                    "services_count_by_traffic_distribution",
-                    "Number of Services using some specific trafficDistribution",
-                ),
+            syncs: instruments.metric_vec("syncs", "Number of EndpointSlice syncs", &["result"])?,
+            services_count_by_traffic_distribution: instruments.metric_vec(
+                "services_count_by_traffic_distribution",
+                "Number of Services using some specific trafficDistribution",
                 &["traffic_distribution"],
             )?,
-        };
-        registry.register(Box::new(metrics.endpoints_added_per_sync.clone()))?;
-        registry.register(Box::new(metrics.endpoints_removed_per_sync.clone()))?;
-        registry.register(Box::new(metrics.endpointslices_changed_per_sync.clone()))?;
-        registry.register(Box::new(metrics.syncs.clone()))?;
-        registry.register(Box::new(
-            metrics.services_count_by_traffic_distribution.clone(),
-        ))?;
-        Ok(metrics)
+        })
     }
 }
 
@@ -105,30 +88,22 @@ pub struct SliceTotals {
 impl SliceTotals {
     /// The four instruments under `subsystem`, registered into `registry`.
     pub fn register(registry: &Registry, subsystem: &str) -> Result<Self, prometheus::Error> {
-        let opts = |name: &str, help: &str| Opts::new(name, help).subsystem(subsystem);
-        let totals = Self {
-            endpoints_desired: Gauge::with_opts(opts(
-                "endpoints_desired",
-                "Number of endpoints desired",
-            ))?,
-            num_endpoint_slices: Gauge::with_opts(opts(
-                "num_endpoint_slices",
-                "Number of EndpointSlices",
-            ))?,
-            desired_endpoint_slices: Gauge::with_opts(opts(
+        let instruments = Instruments::with_subsystem(registry, subsystem);
+        Ok(Self {
+            endpoints_desired: instruments
+                .metric("endpoints_desired", "Number of endpoints desired")?,
+            num_endpoint_slices: instruments
+                .metric("num_endpoint_slices", "Number of EndpointSlices")?,
+            desired_endpoint_slices: instruments.metric(
                 "desired_endpoint_slices",
                 "Number of EndpointSlices that would exist with perfect endpoint allocation",
-            ))?,
-            changes: IntCounterVec::new(
-                opts("changes", "Number of EndpointSlice changes"),
+            )?,
+            changes: instruments.metric_vec(
+                "changes",
+                "Number of EndpointSlice changes",
                 &["operation"],
             )?,
-        };
-        registry.register(Box::new(totals.endpoints_desired.clone()))?;
-        registry.register(Box::new(totals.num_endpoint_slices.clone()))?;
-        registry.register(Box::new(totals.desired_endpoint_slices.clone()))?;
-        registry.register(Box::new(totals.changes.clone()))?;
-        Ok(totals)
+        })
     }
 
     /// Sets the three gauges.
@@ -168,33 +143,86 @@ pub fn register_process_metrics(registry: &Registry) -> Result<(), prometheus::E
 /// The content type of [`render`]'s output.
 pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
+/// What the metric tests read: a set registered alone and used, and the names it exposes.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
+    use prometheus::Registry;
 
-    #[test]
-    fn metric_names_are_upstream_names() {
+    /// A registry holding only what `register` registers, once `record` used it.
+    pub(crate) fn registered<M>(
+        register: impl FnOnce(&Registry) -> Result<M, prometheus::Error>,
+        record: impl FnOnce(&M),
+    ) -> Registry {
         let registry = Registry::new();
-        let metrics = EndpointSliceMetrics::register(&registry).unwrap();
-        metrics.totals.changed("create");
-        metrics.syncs.with_label_values(&["success"]).inc();
-        metrics
-            .endpointslices_changed_per_sync
-            .with_label_values(&["Disabled", ""])
-            .observe(1.0);
-        metrics
-            .services_count_by_traffic_distribution
-            .with_label_values(&["PreferClose"])
-            .set(1.0);
-        let mut names: Vec<String> = registry
+        record(&register(&registry).expect("a fresh registry takes every name"));
+        registry
+    }
+
+    /// The text exposition of what `register` registers, once `record` used it.
+    pub(crate) fn rendered<M>(
+        register: impl FnOnce(&Registry) -> Result<M, prometheus::Error>,
+        record: impl FnOnce(&M),
+    ) -> String {
+        super::render(&registered(register, record)).expect("the registry renders")
+    }
+
+    /// Asserts that the histogram `name`, once `record` observed one value between its two
+    /// lowest bounds, has buckets from the `lowest` bound, through the `next` and up to the
+    /// `highest`, and none at the bound `beyond`. Returns the whole exposition.
+    pub(crate) fn assert_buckets<M>(
+        register: impl FnOnce(&Registry) -> Result<M, prometheus::Error>,
+        record: impl FnOnce(&M),
+        name: &str,
+        [lowest, next, highest, beyond]: [&str; 4],
+    ) -> String {
+        let text = rendered(register, record);
+        let bucket = |le: &str| format!(r#"{name}_bucket{{le="{le}"}}"#);
+        assert!(text.contains(&format!("{} 0", bucket(lowest))), "{text}");
+        assert!(text.contains(&format!("{} 1", bucket(next))), "{text}");
+        assert!(text.contains(&format!("{} 1", bucket(highest))), "{text}");
+        assert!(!text.contains(&bucket(beyond)), "{text}");
+        text
+    }
+
+    /// Asserts that what `register` registers, once `record` used it, is exposed as the
+    /// families `expected` (sorted).
+    pub(crate) fn assert_family_names<M>(
+        register: impl FnOnce(&Registry) -> Result<M, prometheus::Error>,
+        record: impl FnOnce(&M),
+        expected: &[&str],
+    ) {
+        let mut names: Vec<String> = registered(register, record)
             .gather()
             .iter()
             .map(|family| family.name().to_string())
             .collect();
         names.sort();
-        assert_eq!(
-            names,
-            [
+        assert_eq!(names, expected);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{assert_buckets, assert_family_names, rendered};
+    use super::*;
+
+    #[test]
+    fn metric_names_are_upstream_names() {
+        assert_family_names(
+            EndpointSliceMetrics::register,
+            |metrics| {
+                metrics.totals.changed("create");
+                metrics.syncs.with_label_values(&["success"]).inc();
+                metrics
+                    .endpointslices_changed_per_sync
+                    .with_label_values(&["Disabled", ""])
+                    .observe(1.0);
+                metrics
+                    .services_count_by_traffic_distribution
+                    .with_label_values(&["PreferClose"])
+                    .set(1.0);
+            },
+            &[
                 "endpoint_slice_controller_changes",
                 "endpoint_slice_controller_desired_endpoint_slices",
                 "endpoint_slice_controller_endpoints_added_per_sync",
@@ -204,34 +232,27 @@ mod tests {
                 "endpoint_slice_controller_num_endpoint_slices",
                 "endpoint_slice_controller_services_count_by_traffic_distribution",
                 "endpoint_slice_controller_syncs",
-            ]
+            ],
         );
     }
 
     #[test]
     fn endpoint_count_buckets_run_from_2_to_32768() {
-        let registry = Registry::new();
-        let metrics = EndpointSliceMetrics::register(&registry).unwrap();
-        metrics.endpoints_added_per_sync.observe(3.0);
-        let text = render(&registry).unwrap();
-        assert!(
-            text.contains(r#"endpoint_slice_controller_endpoints_added_per_sync_bucket{le="2"} 0"#)
+        let text = assert_buckets(
+            EndpointSliceMetrics::register,
+            |metrics| metrics.endpoints_added_per_sync.observe(3.0),
+            "endpoint_slice_controller_endpoints_added_per_sync",
+            ["2", "4", "32768", "65536"],
         );
-        assert!(
-            text.contains(r#"endpoint_slice_controller_endpoints_added_per_sync_bucket{le="4"} 1"#)
-        );
-        assert!(text.contains(
-            r#"endpoint_slice_controller_endpoints_added_per_sync_bucket{le="32768"} 1"#
-        ));
+        // No histogram of the set goes further.
         assert!(!text.contains(r#"le="65536""#));
     }
 
     #[test]
     fn counters_keep_their_names_without_a_total_suffix() {
-        let registry = Registry::new();
-        let metrics = EndpointSliceMetrics::register(&registry).unwrap();
-        metrics.syncs.with_label_values(&["stale"]).inc();
-        let text = render(&registry).unwrap();
+        let text = rendered(EndpointSliceMetrics::register, |metrics| {
+            metrics.syncs.with_label_values(&["stale"]).inc();
+        });
         assert!(text.contains(r#"endpoint_slice_controller_syncs{result="stale"} 1"#));
         assert!(!text.contains("syncs_total"));
     }

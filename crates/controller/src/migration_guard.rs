@@ -24,11 +24,12 @@
 use crate::events::{EventRecorder, Involved};
 use crate::field_manager::FIELD_MANAGER;
 use crate::informer::{Handler, ObjectKey, Store};
+use crate::instruments::Instruments;
 use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
-use prometheus::{IntCounterVec, Opts, Registry};
+use prometheus::{IntCounterVec, Registry};
 use reconcile::event::PlannedEvent;
 use reconcile::labels::{
     ENDPOINTS_CONTROLLER_NAME, ENDPOINTS_MANAGED_BY, MIRRORING_CONTROLLER_NAME, SERVICE_NAME,
@@ -100,21 +101,21 @@ impl ManagedFieldsTap {
         }
     }
 
-    /// Notes a slice's foreign writes.
-    pub fn slice(&self, slice: &EndpointSlice) {
-        self.note(Kind::EndpointSlice, &slice.metadata, slice_fields_owned);
+    /// Notes `object`'s foreign writes, then drops its managedFields, which nothing else
+    /// reads: what the informer keeps of it.
+    pub fn stripped<K: Tapped>(&self, mut object: K) -> K {
+        self.note(&object);
+        object.meta_mut().managed_fields = None;
+        object
     }
 
-    /// Notes an Endpoints' foreign writes.
-    pub fn endpoints(&self, endpoints: &Endpoints) {
-        self.note(Kind::Endpoints, &endpoints.metadata, endpoints_fields_owned);
-    }
-
-    fn note(&self, kind: Kind, meta: &ObjectMeta, owns_managed: fn(&Value) -> bool) {
+    /// Notes `object`'s foreign writes.
+    fn note<K: Tapped>(&self, object: &K) {
         if !self.enabled.load(Ordering::Relaxed) {
             return;
         }
-        let writes = foreign_writes(meta, self.since, owns_managed);
+        let (kind, meta) = (K::KIND, object.meta());
+        let writes = foreign_writes(meta, self.since, K::fields_owned);
         let (Some(namespace), Some(name)) = (&meta.namespace, &meta.name) else {
             return;
         };
@@ -133,6 +134,28 @@ impl ManagedFieldsTap {
             return Vec::new();
         }
         seen.remove(&(kind, key.clone())).unwrap_or_default()
+    }
+}
+
+/// The kinds the tap reads, and which of their fields the controllers write.
+pub trait Tapped: kube::Resource {
+    /// The kind, as the guard reports it.
+    const KIND: Kind;
+    /// Whether a managedFields entry's fieldset holds a field the controllers write.
+    fn fields_owned(fields: &Value) -> bool;
+}
+
+impl Tapped for EndpointSlice {
+    const KIND: Kind = Kind::EndpointSlice;
+    fn fields_owned(fields: &Value) -> bool {
+        slice_fields_owned(fields)
+    }
+}
+
+impl Tapped for Endpoints {
+    const KIND: Kind = Kind::Endpoints;
+    fn fields_owned(fields: &Value) -> bool {
+        endpoints_fields_owned(fields)
     }
 }
 
@@ -217,17 +240,14 @@ impl MigrationGuard {
         events: EventRecorder,
         registry: &Registry,
     ) -> Result<Arc<Self>, prometheus::Error> {
-        let foreign_writes = IntCounterVec::new(
-            Opts::new(
-                "foreign_writes_total",
-                "Changes by another field manager to fields of Endpoints and EndpointSlices \
+        let foreign_writes = Instruments::with_subsystem(registry, "migration_guard")
+            .metric_vec::<IntCounterVec>(
+            "foreign_writes_total",
+            "Changes by another field manager to fields of Endpoints and EndpointSlices \
                  these controllers manage, by the upstream controller that writes such objects \
                  and the manager",
-            )
-            .subsystem("migration_guard"),
             &["controller", "manager"],
         )?;
-        registry.register(Box::new(foreign_writes.clone()))?;
         tap.enabled.store(true, Ordering::Relaxed);
         Ok(Arc::new(Self {
             tap,
@@ -392,27 +412,41 @@ fn key_of(meta: &ObjectMeta) -> Option<ObjectKey> {
     ))
 }
 
-impl Handler<StoredSlice> for MigrationGuard {
-    fn on_add(&self, new: &Arc<StoredSlice>) {
-        self.check_slice(new.without_endpoints());
+/// The two stored kinds the guard watches, and what it does with each.
+trait GuardedKind: Send + Sync + 'static {
+    /// Looks at the object's latest version for another manager's writes.
+    fn check(&self, guard: &MigrationGuard);
+    /// Forgets the deleted object.
+    fn forget(&self, guard: &MigrationGuard);
+}
+
+impl GuardedKind for StoredSlice {
+    fn check(&self, guard: &MigrationGuard) {
+        guard.check_slice(self.without_endpoints());
     }
-    fn on_update(&self, _old: &Arc<StoredSlice>, new: &Arc<StoredSlice>) {
-        self.check_slice(new.without_endpoints());
-    }
-    fn on_delete(&self, old: &Arc<StoredSlice>) {
-        self.forget(Kind::EndpointSlice, &old.without_endpoints().metadata);
+    fn forget(&self, guard: &MigrationGuard) {
+        guard.forget(Kind::EndpointSlice, &self.without_endpoints().metadata);
     }
 }
 
-impl Handler<StoredEndpoints> for MigrationGuard {
-    fn on_add(&self, new: &Arc<StoredEndpoints>) {
-        self.check_endpoints(new.without_subsets());
+impl GuardedKind for StoredEndpoints {
+    fn check(&self, guard: &MigrationGuard) {
+        guard.check_endpoints(self.without_subsets());
     }
-    fn on_update(&self, _old: &Arc<StoredEndpoints>, new: &Arc<StoredEndpoints>) {
-        self.check_endpoints(new.without_subsets());
+    fn forget(&self, guard: &MigrationGuard) {
+        guard.forget(Kind::Endpoints, &self.without_subsets().metadata);
     }
-    fn on_delete(&self, old: &Arc<StoredEndpoints>) {
-        self.forget(Kind::Endpoints, &old.without_subsets().metadata);
+}
+
+impl<T: GuardedKind> Handler<T> for MigrationGuard {
+    fn on_add(&self, new: &Arc<T>) {
+        new.check(self);
+    }
+    fn on_update(&self, _old: &Arc<T>, new: &Arc<T>) {
+        new.check(self);
+    }
+    fn on_delete(&self, old: &Arc<T>) {
+        old.forget(self);
     }
 }
 
@@ -491,39 +525,37 @@ mod tests {
             "f:endpoints.kubernetes.io/managed-by": {}}}})));
     }
 
+    /// A slice whose endpoints kube-controller-manager last wrote at `second`.
+    fn slice_written_by_kube_controller_manager_at(second: i64) -> EndpointSlice {
+        EndpointSlice {
+            metadata: meta(vec![entry(
+                "kube-controller-manager",
+                second,
+                json!({"f:endpoints": {}}),
+            )]),
+            ..EndpointSlice::default()
+        }
+    }
+
     #[test]
     fn the_tap_keeps_an_object_only_while_it_has_foreign_writes() {
         let tap = ManagedFieldsTap::new(at(100));
         tap.enabled.store(true, Ordering::Relaxed);
         let key = ObjectKey::new("default", "web-abc");
-        let mut slice = EndpointSlice {
-            metadata: meta(vec![entry(
-                "kube-controller-manager",
-                150,
-                json!({"f:endpoints": {}}),
-            )]),
-            ..EndpointSlice::default()
-        };
-        tap.slice(&slice);
+        let mut slice = slice_written_by_kube_controller_manager_at(150);
+        tap.note(&slice);
         assert_eq!(tap.take(Kind::EndpointSlice, &key).len(), 1);
-        tap.slice(&slice);
+        tap.note(&slice);
         slice.metadata.managed_fields = None;
-        tap.slice(&slice);
+        tap.note(&slice);
         assert!(tap.take(Kind::EndpointSlice, &key).is_empty());
     }
 
     #[test]
     fn a_tap_no_guard_took_notes_nothing() {
         let tap = ManagedFieldsTap::new(at(100));
-        let slice = EndpointSlice {
-            metadata: meta(vec![entry(
-                "kube-controller-manager",
-                150,
-                json!({"f:endpoints": {}}),
-            )]),
-            ..EndpointSlice::default()
-        };
-        tap.slice(&slice);
+        let slice = slice_written_by_kube_controller_manager_at(150);
+        tap.note(&slice);
         assert!(tap.seen.lock().unwrap().is_empty());
     }
 }

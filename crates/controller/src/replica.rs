@@ -93,15 +93,13 @@ fn master_status(
     registry: &Registry,
     name: &str,
 ) -> Result<prometheus::IntGauge, prometheus::Error> {
-    let gauge = prometheus::IntGaugeVec::new(
-        prometheus::Opts::new(
+    let gauge = crate::instruments::Instruments::new(registry)
+        .metric_vec::<prometheus::IntGaugeVec>(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, 0 indicates \
-             backup, 1 indicates master. 'name' is the string used to identify the lease.",
-        ),
-        &["name"],
-    )?;
-    registry.register(Box::new(gauge.clone()))?;
+         backup, 1 indicates master. 'name' is the string used to identify the lease.",
+            &["name"],
+        )?;
     let status = gauge.with_label_values(&[name]);
     status.set(0);
     Ok(status)

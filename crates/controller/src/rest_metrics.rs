@@ -18,7 +18,9 @@ use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
+use prometheus::{HistogramVec, IntCounterVec, Registry};
+
+use crate::instruments::Instruments;
 use tokio::time::Instant;
 
 /// client-go's latency buckets, in seconds, shared by both duration histograms.
@@ -41,18 +43,14 @@ pub struct RestClientMetrics {
 impl RestClientMetrics {
     /// Creates the instruments and registers them into `registry`; fails if they already are.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let instruments = Instruments::new(registry);
         let latency = |name: &str, help: &str| {
-            HistogramVec::new(
-                HistogramOpts::new(name, help).buckets(LATENCY_BUCKETS.to_vec()),
-                &["verb", "host"],
-            )
+            instruments.histogram_vec(name, help, LATENCY_BUCKETS.to_vec(), &["verb", "host"])
         };
-        let metrics = Self {
-            requests: IntCounterVec::new(
-                Opts::new(
-                    "rest_client_requests_total",
-                    "Number of HTTP requests, partitioned by status code, method, and host.",
-                ),
+        Ok(Self {
+            requests: instruments.metric_vec(
+                "rest_client_requests_total",
+                "Number of HTTP requests, partitioned by status code, method, and host.",
                 &["code", "method", "host"],
             )?,
             request_duration: latency(
@@ -63,11 +61,7 @@ impl RestClientMetrics {
                 "rest_client_rate_limiter_duration_seconds",
                 "Client side rate limiter latency in seconds. Broken down by verb, and host.",
             )?,
-        };
-        registry.register(Box::new(metrics.requests.clone()))?;
-        registry.register(Box::new(metrics.request_duration.clone()))?;
-        registry.register(Box::new(metrics.rate_limiter_duration.clone()))?;
-        Ok(metrics)
+        })
     }
 
     /// The layer counting requests to the API server at `host` (`host:port`).

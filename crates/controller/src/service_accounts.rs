@@ -92,6 +92,16 @@ impl Identity {
         }
     }
 
+    /// The component its Events are recorded under, as upstream's controller names itself
+    /// there (not quite its ServiceAccount's name).
+    pub fn event_component(self) -> &'static str {
+        match self {
+            Identity::Endpoints => "endpoint-controller",
+            Identity::EndpointSlices => "endpoint-slice-controller",
+            Identity::Mirroring => reconcile::mirroring::EVENT_COMPONENT,
+        }
+    }
+
     /// The user the API server knows it as.
     pub fn username(self) -> String {
         format!(
@@ -160,7 +170,7 @@ impl Token {
     /// Makes sure `identity`'s ServiceAccount exists and gets its first token, through
     /// `own` (the process's own identity), then keeps renewing it.
     pub async fn start(own: Client, identity: Identity) -> Result<Self, CredentialsError> {
-        let mut wait = FIRST_RETRY;
+        let mut retry = TokenRetry::default();
         let mut attempt = 1;
         let issued = loop {
             match issue(&own, identity).await {
@@ -173,13 +183,7 @@ impl Token {
                     })
                 }
                 Err(err) => {
-                    tracing::warn!(
-                        service_account = identity.service_account(),
-                        err = %err,
-                        "getting a token failed; retrying"
-                    );
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(LAST_RETRY);
+                    retry.wait_after(identity, &err, "getting a token").await;
                     attempt += 1;
                 }
             }
@@ -295,22 +299,14 @@ async fn keep_renewed(
                 );
             }
         }
-        let mut wait = FIRST_RETRY;
+        let mut retry = TokenRetry::default();
         let issued = loop {
             if header.strong_count() == 0 {
                 return;
             }
             match issue(&own, identity).await {
                 Ok(issued) => break issued,
-                Err(err) => {
-                    tracing::warn!(
-                        service_account = identity.service_account(),
-                        err = %err,
-                        "renewing the token failed; retrying"
-                    );
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(LAST_RETRY);
-                }
+                Err(err) => retry.wait_after(identity, &err, "renewing the token").await,
             }
         };
         let Some(header) = header.upgrade() else {
@@ -326,6 +322,29 @@ async fn keep_renewed(
 }
 
 /// Gets `identity`'s ServiceAccount, creating it if it is missing, then a token for it.
+/// The wait before the next attempt at a token: [`FIRST_RETRY`] at first, doubling up to
+/// [`LAST_RETRY`].
+struct TokenRetry(Duration);
+
+impl Default for TokenRetry {
+    fn default() -> Self {
+        Self(FIRST_RETRY)
+    }
+}
+
+impl TokenRetry {
+    /// Logs that `attempt` failed for `identity` with `err`, then waits before the next one.
+    async fn wait_after(&mut self, identity: Identity, err: &kube::Error, attempt: &str) {
+        tracing::warn!(
+            service_account = identity.service_account(),
+            err = %err,
+            "{attempt} failed; retrying"
+        );
+        tokio::time::sleep(self.0).await;
+        self.0 = (self.0 * 2).min(LAST_RETRY);
+    }
+}
+
 async fn issue(own: &Client, identity: Identity) -> Result<Issued, kube::Error> {
     let accounts: Api<ServiceAccount> = Api::namespaced(own.clone(), NAMESPACE);
     let name = identity.service_account();

@@ -2,8 +2,10 @@
 //! Service and Pod events, the workers that drain it, and the sync counter.
 //!
 //! What differs between the Endpoints and the EndpointSlice controller is only what one sync
-//! of one Service does ([`ServiceSync`]); everything around it lives here once.
+//! of one Service does ([`ServiceSync`]); everything around it lives here once, and so do the
+//! [`ControllerParts`] every controller is built from.
 
+use crate::events::EventRecorder;
 use crate::index::Stores;
 use crate::queue::{QueueConfig, WorkQueue};
 use crate::service_queuer::ServiceQueuer;
@@ -13,10 +15,36 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// What [`run`](crate::run) hands each controller: the same kinds of parts for all three.
+pub struct ControllerParts {
+    /// The controller's own client, with its own request budget.
+    pub client: kube::Client,
+    /// The run's encoding, shared with the informers.
+    pub wire: crate::wire::Negotiated,
+    /// The informers' stores.
+    pub stores: Stores,
+    /// The recorder of the controller's Events, under its own component name.
+    pub events: EventRecorder,
+    /// How long the events that do not concern a Service itself (its pods' for the two
+    /// Service controllers, its slices' for mirroring) wait before the Service is synced.
+    pub batch_period: Duration,
+}
+
 /// One sync of one Service, the part each controller writes itself.
 pub trait ServiceSync: Send + Sync + 'static {
     /// Brings what the controller owns for `key` in line with the stores.
     fn sync_service(&self, key: &ServiceKey) -> impl Future<Output = Result<(), SyncError>> + Send;
+
+    /// The controller's queue, stores and workers.
+    fn workers(&self) -> &ServiceWorkers;
+
+    /// Runs `workers` sync workers until the queue shuts down.
+    fn run_workers(self: Arc<Self>, workers: usize) -> impl Future<Output = ()> + Send
+    where
+        Self: Sized,
+    {
+        async move { self.workers().run(Arc::clone(&self), workers).await }
+    }
 }
 
 /// The queue, its workers and its counter.
@@ -28,19 +56,19 @@ pub struct ServiceWorkers {
 }
 
 impl ServiceWorkers {
-    /// A queue configured by `config` (metrics registered into `registry`), counting syncs in
-    /// `syncs` (a counter with a `result` label, already registered).
+    /// A queue configured by `config` (metrics registered into `registry`) over the stores
+    /// and batch period of `parts`, counting syncs in `syncs` (a counter with a `result`
+    /// label).
     pub fn new(
-        stores: Stores,
+        parts: &ControllerParts,
         config: QueueConfig,
         registry: &prometheus::Registry,
         syncs: prometheus::IntCounterVec,
-        batch_period: Duration,
     ) -> Result<Self, prometheus::Error> {
         Ok(Self {
             queue: WorkQueue::with_metrics(config, registry)?,
-            stores,
-            batch_period,
+            stores: parts.stores.clone(),
+            batch_period: parts.batch_period,
             syncs,
         })
     }

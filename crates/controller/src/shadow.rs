@@ -75,19 +75,16 @@ impl Shadow {
         report: Option<PathBuf>,
         registry: &prometheus::Registry,
     ) -> Result<Self, prometheus::Error> {
-        let divergent = prometheus::IntGauge::new(
+        let instruments = crate::instruments::Instruments::new(registry);
+        let divergent = instruments.metric::<prometheus::IntGauge>(
             "shadow_divergent_services",
             "Services on which a shadow controller would write something else, after the grace period",
         )?;
-        let checks = prometheus::IntCounterVec::new(
-            prometheus::Opts::new(
-                "shadow_checks_total",
-                "Shadow checks of a Service, by result: same, pending or divergent",
-            ),
+        let checks = instruments.metric_vec::<prometheus::IntCounterVec>(
+            "shadow_checks_total",
+            "Shadow checks of a Service, by result: same, pending or divergent",
             &["result"],
         )?;
-        registry.register(Box::new(divergent.clone()))?;
-        registry.register(Box::new(checks.clone()))?;
         Ok(Self {
             grace,
             report,

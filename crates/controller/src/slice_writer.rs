@@ -5,11 +5,13 @@
 
 use crate::api_errors::{is_namespace_terminating, is_not_found};
 use crate::metrics::SliceTotals;
+use crate::wire::objects::Write;
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::DeleteParams;
 use kube::Api;
 use reconcile::keys::ServiceKey;
+use reconcile::projection::StoredSlice;
 use reconcile::slice::tracker::SliceTracker;
 use std::sync::Arc;
 
@@ -81,7 +83,7 @@ pub async fn write_in_order(
 ) -> Outcome {
     let mut outcome = Outcome::default();
     for slice in writes.create {
-        match crate::written::create(api, slice, wire).await {
+        match crate::written::write(api, Write::Create, slice, wire).await {
             Ok(created) => {
                 record(Change::Created(&created));
                 outcome.changed += 1;
@@ -94,7 +96,7 @@ pub async fn write_in_order(
         }
     }
     for slice in writes.update {
-        match crate::written::replace(api, name(slice), slice, wire).await {
+        match crate::written::write(api, Write::Replace { name: name(slice) }, slice, wire).await {
             Ok(updated) => {
                 record(Change::Updated(&updated));
                 outcome.changed += 1;
@@ -136,12 +138,29 @@ pub async fn delete(
     }
 }
 
+/// Hands a slice update to `changed` with both versions' metadata, unless another object
+/// took the name: `handler` then hears of it as a deletion and an addition, since the
+/// trackers must hear of the deletion.
+pub fn on_slice_update<H: crate::informer::Handler<StoredSlice>>(
+    handler: &H,
+    old: &Arc<StoredSlice>,
+    new: &Arc<StoredSlice>,
+    changed: impl FnOnce(&EndpointSlice, &EndpointSlice),
+) {
+    if old.is_same_object(new) {
+        changed(old.without_endpoints(), new.without_endpoints());
+    } else {
+        handler.on_delete(old);
+        handler.on_add(new);
+    }
+}
+
 /// After a list of slices (the first or a re-list): forgets the slices `tracker` recorded as
 /// written that the server no longer holds, and returns their Services to sync again.
 /// Without this, a server that came back without a slice we wrote would leave its Service
 /// waiting forever for the cache to show it.
 pub fn forget_unlisted(
-    slices: &crate::informer::Store<reconcile::projection::StoredSlice>,
+    slices: &crate::informer::Store<StoredSlice>,
     tracker: &mut SliceTracker,
 ) -> Vec<ServiceKey> {
     let objects: Vec<_> = slices

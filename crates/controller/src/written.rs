@@ -13,10 +13,10 @@
 use crate::field_manager::post_params;
 use crate::wire::kinds::meta::MetadataOnly;
 use crate::wire::kinds::WriteKind;
-use crate::wire::{envelope, exchange, Encoding, Negotiated};
+use crate::wire::objects::{self, Write};
+use crate::wire::{envelope, Negotiated};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
-use kube::core::Request;
 use kube::{Error, Resource};
 use prost::Message;
 use serde::{Deserialize, Serialize};
@@ -26,54 +26,15 @@ use std::collections::BTreeMap;
 pub trait Writable: Resource + WriteKind + Serialize + Default + Clone {}
 impl<K: Resource + WriteKind + Serialize + Default + Clone> Writable for K {}
 
-/// Creates `object`; returns the created object's metadata in an otherwise empty `K`.
-pub async fn create<K: Writable>(api: &Api<K>, object: &K, wire: &Negotiated) -> kube::Result<K> {
-    write(api, wire, "create", object, |body| {
-        Request::new(api.resource_url()).create(&post_params(), body)
-    })
-    .await
-}
-
-/// Replaces the object `name` with `object`; returns the written object's metadata in an
-/// otherwise empty `K`.
-pub async fn replace<K: Writable>(
+/// Writes `object` by `how`; returns the written object's metadata in an otherwise empty
+/// `K`.
+pub async fn write<K: Writable>(
     api: &Api<K>,
-    name: &str,
+    how: Write<'_>,
     object: &K,
     wire: &Negotiated,
 ) -> kube::Result<K> {
-    write(api, wire, "replace", object, |body| {
-        Request::new(api.resource_url()).replace(name, &post_params(), body)
-    })
-    .await
-}
-
-/// Sends the write built by `request` in the negotiated encoding, falling back to JSON once
-/// if the server refuses protobuf, and keeps the answer's metadata.
-async fn write<K: Writable>(
-    api: &Api<K>,
-    wire: &Negotiated,
-    verb: &'static str,
-    object: &K,
-    request: impl Fn(Vec<u8>) -> Result<http::Request<Vec<u8>>, kube::core::request::Error>,
-) -> kube::Result<K> {
-    let client = api.clone().into_client();
-    let metadata = exchange::negotiated(wire, |encoding| {
-        let (client, request) = (&client, &request);
-        async move {
-            let body = match encoding {
-                Encoding::Protobuf => object.to_body(),
-                Encoding::Json => serde_json::to_vec(object).map_err(Error::SerdeError)?,
-            };
-            let request = request(body).map_err(Error::BuildRequest)?;
-            let (protobuf, body) = exchange::send(client, verb, encoding, request)
-                .await?
-                .read()
-                .await?;
-            metadata_of(protobuf, body)
-        }
-    })
-    .await?;
+    let metadata = objects::write(api, how, object, &post_params(), wire, metadata_of).await?;
     let mut written = K::default();
     *written.meta_mut() = metadata;
     Ok(written)
@@ -134,6 +95,7 @@ impl From<Metadata> for ObjectMeta {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::Encoding;
     use apiserver::{ApiServer, Config};
     use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
     use kube::Client;
@@ -170,7 +132,9 @@ mod tests {
         let api: Api<EndpointSlice> =
             Api::namespaced(Client::new(server.service(), "default"), "default");
 
-        let created = create(&api, &slice("10.0.0.1"), &wire).await.unwrap();
+        let created = write(&api, Write::Create, &slice("10.0.0.1"), &wire)
+            .await
+            .unwrap();
         let stored = api.get("web-abc").await.unwrap();
         assert_eq!(created.metadata.uid, stored.metadata.uid);
         assert_eq!(created.metadata.generation, stored.metadata.generation);
@@ -188,7 +152,9 @@ mod tests {
 
         let mut next = slice("10.0.0.2");
         next.metadata.resource_version = stored.metadata.resource_version.clone();
-        let replaced = replace(&api, "web-abc", &next, &wire).await.unwrap();
+        let replaced = write(&api, Write::Replace { name: "web-abc" }, &next, &wire)
+            .await
+            .unwrap();
         let stored = api.get("web-abc").await.unwrap();
         assert_eq!(stored.endpoints[0].addresses, vec!["10.0.0.2".to_string()]);
         assert_eq!(replaced.metadata.generation, stored.metadata.generation);
@@ -198,7 +164,9 @@ mod tests {
         );
 
         // A refused write is kube's error, as before.
-        let err = create(&api, &slice("10.0.0.3"), &wire).await.unwrap_err();
+        let err = write(&api, Write::Create, &slice("10.0.0.3"), &wire)
+            .await
+            .unwrap_err();
         assert!(crate::api_errors::is_already_exists(&err), "{err:?}");
         assert_eq!(wire.current(), encoding, "the server speaks both");
     }

@@ -217,9 +217,7 @@ impl Session {
                 tracing::warn!(address = %addr, "serving /metrics, /healthz, /livez and /readyz over plain HTTP, without authentication (--port)");
                 let server = health::serve(
                     listener,
-                    registry.clone(),
-                    readiness.clone(),
-                    liveness.clone(),
+                    health::router(registry.clone(), readiness.clone(), liveness.clone()),
                     stop(),
                 );
                 servers.push(tokio::spawn(async move {

@@ -5,21 +5,18 @@ mod handlers;
 mod sync;
 mod writer;
 
-use crate::events::EventRecorder;
-use crate::index::Stores;
+use crate::instruments::Instruments;
 use crate::queue::QueueConfig;
-use crate::service_workers::{ServiceSync, ServiceWorkers};
+use crate::service_workers::{ControllerParts, ServiceWorkers};
 use crate::state_lock::StateLock;
-use crate::worker::SyncError;
-use kube::Client;
 use reconcile::endpoints::stale::StaleEndpointsTracker;
 use reconcile::endpoints::LEADER_ANNOTATION;
 use reconcile::keys::ServiceKey;
 use reconcile::trigger_time::TriggerTimeTracker;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// State upstream keeps between syncs.
+#[derive(Default)]
 pub(crate) struct EndpointsState {
     triggers: TriggerTimeTracker,
     stale: StaleEndpointsTracker,
@@ -28,56 +25,31 @@ pub(crate) struct EndpointsState {
 
 /// The Endpoints controller.
 pub struct EndpointsController {
-    client: Client,
-    wire: crate::wire::Negotiated,
+    parts: ControllerParts,
     workers: ServiceWorkers,
     state: StateLock<EndpointsState>,
-    events: EventRecorder,
     shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
 impl EndpointsController {
-    /// A controller reading `stores` and writing through `client`.
+    /// A controller built from `parts`, its metrics registered into `registry`; with
+    /// `shadow`, it plans without writing and records there what it would write.
     pub fn new(
-        client: Client,
-        wire: crate::wire::Negotiated,
-        stores: Stores,
+        parts: ControllerParts,
         registry: &prometheus::Registry,
-        events: EventRecorder,
-        batch_period: Duration,
         shadow: Option<Arc<crate::shadow::Shadow>>,
     ) -> Result<Arc<Self>, prometheus::Error> {
-        let syncs = prometheus::IntCounterVec::new(
-            prometheus::Opts::new(
-                "endpoint_controller_syncs",
-                "Number of Endpoints syncs, by result",
-            ),
+        let syncs = Instruments::new(registry).metric_vec::<prometheus::IntCounterVec>(
+            "endpoint_controller_syncs",
+            "Number of Endpoints syncs, by result",
             &["result"],
         )?;
-        registry.register(Box::new(syncs.clone()))?;
         Ok(Arc::new(Self {
-            client,
-            wire,
-            workers: ServiceWorkers::new(
-                stores,
-                QueueConfig::endpoints(),
-                registry,
-                syncs,
-                batch_period,
-            )?,
-            state: StateLock::new(EndpointsState {
-                triggers: TriggerTimeTracker::default(),
-                stale: StaleEndpointsTracker::default(),
-                conflicts: crate::stale_cache::Conflicts::default(),
-            }),
-            events,
+            workers: ServiceWorkers::new(&parts, QueueConfig::endpoints(), registry, syncs)?,
+            parts,
+            state: StateLock::default(),
             shadow,
         }))
-    }
-
-    /// The shared queue, workers and queuer.
-    pub fn workers(&self) -> &ServiceWorkers {
-        &self.workers
     }
 
     /// Queues every existing Endpoints object once, so those whose Service is gone are
@@ -98,19 +70,5 @@ impl EndpointsController {
                 self.workers.queue().add(ServiceKey::new(ns, name));
             }
         }
-    }
-
-    /// Runs `workers` sync workers until the queue shuts down.
-    pub async fn run_workers(self: Arc<Self>, workers: usize) {
-        self.workers.run(Arc::clone(&self), workers).await;
-    }
-}
-
-impl ServiceSync for EndpointsController {
-    fn sync_service(
-        &self,
-        key: &ServiceKey,
-    ) -> impl std::future::Future<Output = Result<(), SyncError>> + Send {
-        self.sync(key)
     }
 }

@@ -3,15 +3,16 @@
 
 use super::EndpointsController;
 use crate::informer::store::ObjectKey;
+use crate::service_workers::{ServiceSync, ServiceWorkers};
 use crate::worker::SyncError;
 use reconcile::endpoints::{EndpointsAction, EndpointsInput};
 use reconcile::keys::ServiceKey;
 use reconcile::plan_endpoints;
 use reconcile::projection::PodInfo;
 
-impl EndpointsController {
+impl ServiceSync for EndpointsController {
     /// Syncs one Service.
-    pub async fn sync(&self, key: &ServiceKey) -> Result<(), SyncError> {
+    async fn sync_service(&self, key: &ServiceKey) -> Result<(), SyncError> {
         let stores = self.workers.stores();
         let Some(service) = stores.service(key) else {
             if let Some(shadow) = &self.shadow {
@@ -85,6 +86,10 @@ impl EndpointsController {
                 Ok(())
             }
         }
+    }
+
+    fn workers(&self) -> &ServiceWorkers {
+        &self.workers
     }
 }
 

@@ -5,6 +5,7 @@ use super::EndpointsController;
 use crate::api_errors::{is_already_exists, is_namespace_terminating, is_not_found};
 use crate::events::Involved;
 use crate::stale_cache::is_conflict;
+use crate::wire::objects::Write;
 use crate::worker::SyncError;
 use k8s_openapi::api::core::v1::Endpoints;
 use kube::api::DeleteParams;
@@ -20,7 +21,7 @@ pub(super) struct Replaced {
 
 impl EndpointsController {
     fn api(&self, key: &ServiceKey) -> Api<Endpoints> {
-        Api::namespaced(self.client.clone(), &key.namespace)
+        Api::namespaced(self.parts.client.clone(), &key.namespace)
     }
 
     fn involved(key: &ServiceKey) -> Involved {
@@ -42,6 +43,22 @@ impl EndpointsController {
         }
     }
 
+    /// A write refused for good: reported as a Warning Event `reason` saying `message`, and
+    /// retried as the sync's error.
+    fn failed(
+        &self,
+        key: &ServiceKey,
+        verb: &'static str,
+        reason: &'static str,
+        message: String,
+        source: kube::Error,
+    ) -> SyncError {
+        self.parts
+            .events
+            .record(Self::involved(key), PlannedEvent::warning(reason, message));
+        Self::write_error(key, verb, source)
+    }
+
     /// Deletes the Endpoints of a Service that is gone (already gone is fine).
     pub(super) async fn delete(&self, key: &ServiceKey) -> Result<(), SyncError> {
         match self
@@ -61,7 +78,7 @@ impl EndpointsController {
         key: &ServiceKey,
         object: &Endpoints,
     ) -> Result<(), SyncError> {
-        match crate::written::create(&self.api(key), object, &self.wire).await {
+        match crate::written::write(&self.api(key), Write::Create, object, &self.parts.wire).await {
             Ok(_) => Ok(()),
             // Creates keep failing while the namespace terminates: drop the work quietly.
             Err(e) if is_namespace_terminating(&e) => Ok(()),
@@ -72,14 +89,8 @@ impl EndpointsController {
                 service: key.clone(),
             }),
             Err(e) => {
-                self.events.record(
-                    Self::involved(key),
-                    PlannedEvent::warning(
-                        "FailedToCreateEndpoint",
-                        format!("Failed to create endpoint for service {key}: {e}"),
-                    ),
-                );
-                Err(Self::write_error(key, "create", e))
+                let message = format!("Failed to create endpoint for service {key}: {e}");
+                Err(self.failed(key, "create", "FailedToCreateEndpoint", message, e))
             }
         }
     }
@@ -92,7 +103,13 @@ impl EndpointsController {
         object: &Endpoints,
     ) -> Result<Replaced, SyncError> {
         let sent_rv = object.metadata.resource_version.clone().unwrap_or_default();
-        let result = crate::written::replace(&self.api(key), &key.name, object, &self.wire).await;
+        let result = crate::written::write(
+            &self.api(key),
+            Write::Replace { name: &key.name },
+            object,
+            &self.parts.wire,
+        )
+        .await;
         {
             let mut state = self.state.lock();
             match &result {
@@ -117,14 +134,8 @@ impl EndpointsController {
                 new_rv: updated.metadata.resource_version.unwrap_or_default(),
             }),
             Err(e) => {
-                self.events.record(
-                    Self::involved(key),
-                    PlannedEvent::warning(
-                        "FailedToUpdateEndpoint",
-                        format!("Failed to update endpoint {key}: {e}"),
-                    ),
-                );
-                Err(Self::write_error(key, "update", e))
+                let message = format!("Failed to update endpoint {key}: {e}");
+                Err(self.failed(key, "update", "FailedToUpdateEndpoint", message, e))
             }
         }
     }

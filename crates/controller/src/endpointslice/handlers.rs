@@ -17,7 +17,7 @@ impl EndpointSliceController {
         else {
             return;
         };
-        let delay = self.batch_period.max(Duration::from_secs(1));
+        let delay = self.parts.batch_period.max(Duration::from_secs(1));
         self.workers
             .queue()
             .add_after(ServiceKey::new(ns, name), delay);
@@ -60,26 +60,21 @@ impl Handler<StoredSlice> for EndpointSliceController {
         }
     }
     fn on_update(&self, old: &Arc<StoredSlice>, new: &Arc<StoredSlice>) {
-        // Another object under the same name: the trackers must hear of the deletion.
-        if !old.is_same_object(new) {
-            self.on_delete(old);
-            self.on_add(new);
-            return;
-        }
-        let (old, new) = (old.without_endpoints(), new.without_endpoints());
-        if service_name_of(old) != service_name_of(new) {
-            self.queue_for_slice(new);
-            self.queue_for_slice(old);
-            return;
-        }
-        let managed_by_changed = is_managed_by_us(old) != is_managed_by_us(new);
-        if managed_by_changed
-            || (is_managed_by_us(new) && self.state.lock().tracker.should_sync(new))
-        {
-            self.queue_for_slice(new);
-        } else if is_managed_by_us(new) {
-            self.resume_if_waiting(new);
-        }
+        crate::slice_writer::on_slice_update(self, old, new, |old, new| {
+            if service_name_of(old) != service_name_of(new) {
+                self.queue_for_slice(new);
+                self.queue_for_slice(old);
+                return;
+            }
+            let managed_by_changed = is_managed_by_us(old) != is_managed_by_us(new);
+            if managed_by_changed
+                || (is_managed_by_us(new) && self.state.lock().tracker.should_sync(new))
+            {
+                self.queue_for_slice(new);
+            } else if is_managed_by_us(new) {
+                self.resume_if_waiting(new);
+            }
+        });
     }
     fn on_delete(&self, slice: &Arc<StoredSlice>) {
         let slice = slice.without_endpoints();

@@ -7,21 +7,15 @@ pub(crate) use handlers::WAITED_RETRIES;
 mod sync;
 mod writer;
 
-use crate::events::EventRecorder;
-use crate::index::Stores;
 use crate::metrics::EndpointSliceMetrics;
 use crate::queue::{QueueConfig, WorkQueue};
-use crate::service_workers::{ServiceSync, ServiceWorkers};
+use crate::service_workers::{ControllerParts, ServiceWorkers};
 use crate::state_lock::StateLock;
-use crate::worker::SyncError;
-use kube::Client;
-use reconcile::keys::ServiceKey;
 use reconcile::metrics_cache::MetricsCache;
 use reconcile::slice::tracker::SliceTracker;
 use reconcile::topology::TopologyCache;
 use reconcile::trigger_time::TriggerTimeTracker;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// State upstream keeps between syncs, behind one lock (never held across an await).
 pub(crate) struct SliceState {
@@ -33,15 +27,12 @@ pub(crate) struct SliceState {
 
 /// The EndpointSlice controller.
 pub struct EndpointSliceController {
-    client: Client,
-    wire: crate::wire::Negotiated,
+    parts: ControllerParts,
     workers: ServiceWorkers,
     topology_queue: WorkQueue<TopologyKey>,
     state: StateLock<SliceState>,
     metrics: EndpointSliceMetrics,
-    events: EventRecorder,
     max_endpoints_per_slice: usize,
-    batch_period: Duration,
     shadow: Option<Arc<crate::shadow::Shadow>>,
 }
 
@@ -56,32 +47,20 @@ impl std::fmt::Display for TopologyKey {
 }
 
 impl EndpointSliceController {
-    /// A controller reading `stores` and writing through `client`.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "the controller's parts, passed once by `run`"
-    )]
+    /// A controller built from `parts`, its metrics registered into `registry`, writing at
+    /// most `max_endpoints_per_slice` endpoints in a slice; with `shadow`, it plans without
+    /// writing and records there what it would write.
     pub fn new(
-        client: Client,
-        wire: crate::wire::Negotiated,
-        stores: Stores,
+        parts: ControllerParts,
         registry: &prometheus::Registry,
-        events: EventRecorder,
         max_endpoints_per_slice: usize,
-        batch_period: Duration,
         shadow: Option<Arc<crate::shadow::Shadow>>,
     ) -> Result<Arc<Self>, prometheus::Error> {
         let metrics = EndpointSliceMetrics::register(registry)?;
+        let config = QueueConfig::endpoint_slice();
         Ok(Arc::new(Self {
-            client,
-            wire,
-            workers: ServiceWorkers::new(
-                stores,
-                QueueConfig::endpoint_slice(),
-                registry,
-                metrics.syncs.clone(),
-                batch_period,
-            )?,
+            workers: ServiceWorkers::new(&parts, config, registry, metrics.syncs.clone())?,
+            parts,
             topology_queue: WorkQueue::with_metrics(
                 QueueConfig::endpoint_slice_topology(),
                 registry,
@@ -93,16 +72,9 @@ impl EndpointSliceController {
                 metrics_cache: MetricsCache::new(max_endpoints_per_slice),
             }),
             metrics,
-            events,
             max_endpoints_per_slice,
-            batch_period,
             shadow,
         }))
-    }
-
-    /// The shared queue, workers and queuer.
-    pub fn workers(&self) -> &ServiceWorkers {
-        &self.workers
     }
 
     /// Recomputes the zone shares from the node store and queues the Services whose hints no
@@ -119,18 +91,6 @@ impl EndpointSliceController {
         }
     }
 
-    /// Runs `workers` sync workers and the topology worker until the queues shut down.
-    pub async fn run_workers(self: Arc<Self>, workers: usize) {
-        let topology = async {
-            while let Some(key) = self.topology_queue.get().await {
-                self.check_topology();
-                self.topology_queue.forget(&key);
-                self.topology_queue.done(&key);
-            }
-        };
-        tokio::join!(self.workers.run(Arc::clone(&self), workers), topology);
-    }
-
     /// Stops taking new keys; in-flight syncs finish.
     pub async fn shut_down(&self) {
         self.topology_queue.shut_down();
@@ -140,14 +100,5 @@ impl EndpointSliceController {
     /// The topology queue (watched for activity with the service queue).
     pub fn topology_queue(&self) -> &WorkQueue<TopologyKey> {
         &self.topology_queue
-    }
-}
-
-impl ServiceSync for EndpointSliceController {
-    fn sync_service(
-        &self,
-        key: &ServiceKey,
-    ) -> impl std::future::Future<Output = Result<(), SyncError>> + Send {
-        self.sync(key)
     }
 }

@@ -2,6 +2,7 @@
 
 use super::EndpointSliceController;
 use crate::events::Involved;
+use crate::service_workers::{ServiceSync, ServiceWorkers};
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::keys::ServiceKey;
@@ -21,9 +22,9 @@ impl NodeZones for StoreZones<'_> {
     }
 }
 
-impl EndpointSliceController {
+impl ServiceSync for EndpointSliceController {
     /// Syncs one Service.
-    pub async fn sync(&self, key: &ServiceKey) -> Result<(), SyncError> {
+    async fn sync_service(&self, key: &ServiceKey) -> Result<(), SyncError> {
         let stores = self.workers.stores();
         let Some(service) = stores.service(key) else {
             if let Some(shadow) = &self.shadow {
@@ -110,12 +111,12 @@ impl EndpointSliceController {
             uid: service.uid.clone(),
         };
         for event in plan.events {
-            self.events.record(involved.clone(), event);
+            self.parts.events.record(involved.clone(), event);
         }
         match SyncError::combine(key, errors) {
             None => Ok(()),
             Some(error) => {
-                self.events.record(
+                self.parts.events.record(
                     involved,
                     failure_event(&service.namespace, &service.name, &error.messages()),
                 );
@@ -124,6 +125,24 @@ impl EndpointSliceController {
         }
     }
 
+    fn workers(&self) -> &ServiceWorkers {
+        &self.workers
+    }
+
+    /// Runs `workers` sync workers and the topology worker until the queues shut down.
+    async fn run_workers(self: Arc<Self>, workers: usize) {
+        let topology = async {
+            while let Some(key) = self.topology_queue.get().await {
+                self.check_topology();
+                self.topology_queue.forget(&key);
+                self.topology_queue.done(&key);
+            }
+        };
+        tokio::join!(self.workers.run(Arc::clone(&self), workers), topology);
+    }
+}
+
+impl EndpointSliceController {
     fn observe_figures(&self, plan: &SlicePlan) {
         for (_, figures) in &plan.figures {
             self.metrics

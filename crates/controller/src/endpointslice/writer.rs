@@ -23,7 +23,7 @@ pub(super) struct Written {
 impl EndpointSliceController {
     /// Writes every batch of a plan.
     pub(super) async fn write_batches(&self, key: &ServiceKey, batches: &[SliceBatch]) -> Written {
-        let api: Api<EndpointSlice> = Api::namespaced(self.client.clone(), &key.namespace);
+        let api: Api<EndpointSlice> = Api::namespaced(self.parts.client.clone(), &key.namespace);
         let mut written = Written::default();
         for batch in batches {
             if batch.address_type.is_none() {
@@ -44,10 +44,11 @@ impl EndpointSliceController {
                 update: &batch.update,
                 delete: &batch.delete,
             };
-            let outcome = slice_writer::write_in_order(&api, &self.wire, key, writes, |change| {
-                self.record(change)
-            })
-            .await;
+            let outcome =
+                slice_writer::write_in_order(&api, &self.parts.wire, key, writes, |change| {
+                    self.record(change)
+                })
+                .await;
             written.changed += outcome.changed;
             written.errors.extend(outcome.error);
         }

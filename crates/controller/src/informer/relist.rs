@@ -151,95 +151,106 @@ mod tests {
         }
     }
 
-    fn listed(applier: &mut Applier<Pod>, handler: &Recorder, pods: &[(&'static str, u32)]) {
-        applier.apply(Change::Init, handler);
-        for &(name, version) in pods {
-            applier.apply(Change::InitApply(key(name), pod(name, version)), handler);
+    /// A store, the applier filling it, and what the applier reported.
+    struct Fixture {
+        store: Store<Pod>,
+        applier: Applier<Pod>,
+        handler: Recorder,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            let store = Store::new();
+            Self {
+                applier: Applier::new(store.clone()),
+                store,
+                handler: Recorder::default(),
+            }
         }
-        assert!(applier.apply(Change::InitDone, handler));
+
+        /// A fixture that has applied a list of `pods` and forgotten the reports of it.
+        fn listing(pods: &[(&'static str, u32)]) -> Self {
+            let mut fixture = Self::new();
+            fixture.listed(pods);
+            fixture.handler.take();
+            fixture
+        }
+
+        fn apply(&mut self, change: Change<Pod>) -> bool {
+            self.applier.apply(change, &self.handler)
+        }
+
+        /// Applies a whole list of `pods`.
+        fn listed(&mut self, pods: &[(&'static str, u32)]) {
+            self.apply(Change::Init);
+            for &(name, version) in pods {
+                self.apply(Change::InitApply(key(name), pod(name, version)));
+            }
+            assert!(self.apply(Change::InitDone));
+        }
     }
 
     #[test]
     fn first_list_adds_every_object_only_when_the_list_is_done() {
-        let store = Store::new();
-        let mut applier = Applier::new(store.clone());
-        let handler = Recorder::default();
-        applier.apply(Change::Init, &handler);
-        applier.apply(Change::InitApply(key("b"), pod("b", 1)), &handler);
-        applier.apply(Change::InitApply(key("a"), pod("a", 1)), &handler);
-        assert!(handler.take().is_empty());
-        assert!(store.is_empty());
-        assert!(applier.apply(Change::InitDone, &handler));
-        assert_eq!(handler.take(), ["add a v1", "add b v1"]);
-        assert_eq!(store.len(), 2);
+        let mut f = Fixture::new();
+        f.apply(Change::Init);
+        f.apply(Change::InitApply(key("b"), pod("b", 1)));
+        f.apply(Change::InitApply(key("a"), pod("a", 1)));
+        assert!(f.handler.take().is_empty());
+        assert!(f.store.is_empty());
+        assert!(f.apply(Change::InitDone));
+        assert_eq!(f.handler.take(), ["add a v1", "add b v1"]);
+        assert_eq!(f.store.len(), 2);
     }
 
     #[test]
     fn watch_events_add_update_and_delete_with_the_stored_old_object() {
-        let store = Store::new();
-        let mut applier = Applier::new(store.clone());
-        let handler = Recorder::default();
-        listed(&mut applier, &handler, &[]);
-        applier.apply(Change::Apply(key("a"), pod("a", 1)), &handler);
-        applier.apply(Change::Apply(key("a"), pod("a", 2)), &handler);
-        applier.apply(Change::Delete(key("a")), &handler);
-        applier.apply(Change::Delete(key("never-seen")), &handler);
+        let mut f = Fixture::listing(&[]);
+        f.apply(Change::Apply(key("a"), pod("a", 1)));
+        f.apply(Change::Apply(key("a"), pod("a", 2)));
+        f.apply(Change::Delete(key("a")));
+        f.apply(Change::Delete(key("never-seen")));
         assert_eq!(
-            handler.take(),
+            f.handler.take(),
             ["add a v1", "update a v1->v2", "delete a v2"]
         );
-        assert!(store.is_empty());
+        assert!(f.store.is_empty());
     }
 
     #[test]
     fn relist_synthesises_deletes_for_objects_that_vanished() {
-        let store = Store::new();
-        let mut applier = Applier::new(store.clone());
-        let handler = Recorder::default();
-        listed(&mut applier, &handler, &[("a", 1), ("b", 1), ("c", 1)]);
-        handler.take();
-        listed(&mut applier, &handler, &[("b", 1)]);
-        assert_eq!(handler.take(), ["delete a v1", "delete c v1"]);
-        assert_eq!(store.keys(), [key("b")]);
+        let mut f = Fixture::listing(&[("a", 1), ("b", 1), ("c", 1)]);
+        f.listed(&[("b", 1)]);
+        assert_eq!(f.handler.take(), ["delete a v1", "delete c v1"]);
+        assert_eq!(f.store.keys(), [key("b")]);
     }
 
     #[test]
     fn relist_reports_changed_objects_as_updates_and_keeps_equal_ones_silent() {
-        let store = Store::new();
-        let mut applier = Applier::new(store.clone());
-        let handler = Recorder::default();
-        listed(&mut applier, &handler, &[("a", 1), ("b", 1)]);
-        handler.take();
-        let unchanged = store.get(&key("b")).unwrap();
-        listed(&mut applier, &handler, &[("a", 2), ("b", 1), ("d", 1)]);
-        assert_eq!(handler.take(), ["update a v1->v2", "add d v1"]);
-        assert!(Arc::ptr_eq(&unchanged, &store.get(&key("b")).unwrap()));
+        let mut f = Fixture::listing(&[("a", 1), ("b", 1)]);
+        let unchanged = f.store.get(&key("b")).unwrap();
+        f.listed(&[("a", 2), ("b", 1), ("d", 1)]);
+        assert_eq!(f.handler.take(), ["update a v1->v2", "add d v1"]);
+        assert!(Arc::ptr_eq(&unchanged, &f.store.get(&key("b")).unwrap()));
     }
 
     #[test]
     fn an_object_the_projection_rejects_is_removed_from_the_store() {
-        let store = Store::new();
-        let mut applier = Applier::new(store.clone());
-        let handler = Recorder::default();
-        listed(&mut applier, &handler, &[("a", 1), ("b", 1)]);
-        handler.take();
-        applier.apply(Change::Apply(key("a"), None), &handler);
-        assert_eq!(handler.take(), ["delete a v1"]);
-        applier.apply(Change::Init, &handler);
-        applier.apply(Change::InitApply(key("b"), None), &handler);
-        applier.apply(Change::InitDone, &handler);
-        assert_eq!(handler.take(), ["delete b v1"]);
-        assert!(store.is_empty());
+        let mut f = Fixture::listing(&[("a", 1), ("b", 1)]);
+        f.apply(Change::Apply(key("a"), None));
+        assert_eq!(f.handler.take(), ["delete a v1"]);
+        f.apply(Change::Init);
+        f.apply(Change::InitApply(key("b"), None));
+        f.apply(Change::InitDone);
+        assert_eq!(f.handler.take(), ["delete b v1"]);
+        assert!(f.store.is_empty());
     }
 
     #[test]
     fn store_is_unchanged_while_a_relist_is_in_progress() {
-        let store = Store::new();
-        let mut applier = Applier::new(store.clone());
-        let handler = Recorder::default();
-        listed(&mut applier, &handler, &[("a", 1)]);
-        applier.apply(Change::Init, &handler);
-        applier.apply(Change::InitApply(key("b"), pod("b", 1)), &handler);
-        assert_eq!(store.keys(), [key("a")]);
+        let mut f = Fixture::listing(&[("a", 1)]);
+        f.apply(Change::Init);
+        f.apply(Change::InitApply(key("b"), pod("b", 1)));
+        assert_eq!(f.store.keys(), [key("a")]);
     }
 }

@@ -69,19 +69,13 @@ impl NewestSeen {
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::Pod;
-    use kube::api::ObjectMeta;
 
     use super::*;
 
     fn pod(version: &str) -> Pod {
-        Pod {
-            metadata: ObjectMeta {
-                name: Some("p".into()),
-                resource_version: Some(version.into()),
-                ..ObjectMeta::default()
-            },
-            ..Pod::default()
-        }
+        let mut pod = testkit::pod("p").object();
+        pod.metadata.resource_version = Some(version.into());
+        pod
     }
 
     #[test]

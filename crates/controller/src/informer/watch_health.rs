@@ -1,7 +1,9 @@
 //! How the informers' watches are doing: counters of events and failures per kind, and
 //! `/readyz` held down while a watch keeps failing (see [`Readiness::watch_failed`]).
 
-use prometheus::{IntCounterVec, Opts, Registry};
+use prometheus::{IntCounterVec, Registry};
+
+use crate::instruments::Instruments;
 
 use crate::health::Readiness;
 
@@ -20,38 +22,26 @@ impl WatchHealth {
     /// `informer_watch_failures_total{kind}`
     /// and `informer_relists_after_resource_version_reset_total{kind}` on `registry`.
     pub fn register(registry: &Registry, readiness: Readiness) -> prometheus::Result<Self> {
-        let events = IntCounterVec::new(
-            Opts::new(
-                "informer_watch_events_total",
-                "Objects the informers received, listed or watched (added, changed or deleted), by kind.",
-            ),
-            &["kind"],
+        // Every counter is by the informer's kind.
+        let instruments = Instruments::new(registry);
+        let by_kind =
+            |name: &str, help: &str| instruments.metric_vec::<IntCounterVec>(name, help, &["kind"]);
+        let events = by_kind(
+            "informer_watch_events_total",
+            "Objects the informers received, listed or watched (added, changed or deleted), by kind.",
         )?;
-        let bytes = IntCounterVec::new(
-            Opts::new(
-                "informer_received_bytes_total",
-                "Bytes of list and watch responses the informers received, by kind.",
-            ),
-            &["kind"],
+        let bytes = by_kind(
+            "informer_received_bytes_total",
+            "Bytes of list and watch responses the informers received, by kind.",
         )?;
-        let failures = IntCounterVec::new(
-            Opts::new(
-                "informer_watch_failures_total",
-                "Failed list or watch requests of the informers, by kind; /readyz fails while a watch keeps failing.",
-            ),
-            &["kind"],
+        let failures = by_kind(
+            "informer_watch_failures_total",
+            "Failed list or watch requests of the informers, by kind; /readyz fails while a watch keeps failing.",
         )?;
-        let restarts = IntCounterVec::new(
-            Opts::new(
-                "informer_relists_after_resource_version_reset_total",
-                "Fresh lists an informer started because the server's resourceVersions went backwards (a restart with fresh state, an etcd restore).",
-            ),
-            &["kind"],
+        let restarts = by_kind(
+            "informer_relists_after_resource_version_reset_total",
+            "Fresh lists an informer started because the server's resourceVersions went backwards (a restart with fresh state, an etcd restore).",
         )?;
-        registry.register(Box::new(events.clone()))?;
-        registry.register(Box::new(bytes.clone()))?;
-        registry.register(Box::new(failures.clone()))?;
-        registry.register(Box::new(restarts.clone()))?;
         Ok(Self {
             readiness,
             events,

@@ -11,6 +11,11 @@ fn settings() -> LeaderElectionSettings {
     LeaderElectionSettings::default()
 }
 
+/// What `election` plans on reading `lease` now.
+fn plan_now(election: &mut Election, lease: Option<&LeaseSpec>) -> Step {
+    election.plan(lease, Instant::now(), Timestamp::now())
+}
+
 fn held_by(holder: &str, transitions: i32) -> LeaseSpec {
     LeaseSpec {
         holder_identity: Some(holder.to_string()),
@@ -25,7 +30,7 @@ fn held_by(holder: &str, transitions: i32) -> LeaseSpec {
 #[tokio::test(start_paused = true)]
 async fn a_missing_lease_is_created_with_us_as_holder() {
     let mut election = Election::new("me".into(), Duration::from_secs(15));
-    match election.plan(None, Instant::now(), Timestamp::now()) {
+    match plan_now(&mut election, None) {
         Step::Create(spec) => {
             assert_eq!(spec.holder_identity.as_deref(), Some("me"));
             assert_eq!(spec.lease_duration_seconds, Some(15));
@@ -39,17 +44,11 @@ async fn a_missing_lease_is_created_with_us_as_holder() {
 async fn a_lease_held_by_another_is_taken_only_after_it_stops_changing_for_its_duration() {
     let mut election = Election::new("me".into(), Duration::from_secs(15));
     let other = held_by("other", 3);
-    assert_eq!(
-        election.plan(Some(&other), Instant::now(), Timestamp::now()),
-        Step::Wait
-    );
+    assert_eq!(plan_now(&mut election, Some(&other)), Step::Wait);
     tokio::time::advance(Duration::from_secs(14)).await;
-    assert_eq!(
-        election.plan(Some(&other), Instant::now(), Timestamp::now()),
-        Step::Wait
-    );
+    assert_eq!(plan_now(&mut election, Some(&other)), Step::Wait);
     tokio::time::advance(Duration::from_secs(1)).await;
-    match election.plan(Some(&other), Instant::now(), Timestamp::now()) {
+    match plan_now(&mut election, Some(&other)) {
         Step::Update(spec) => {
             assert_eq!(spec.holder_identity.as_deref(), Some("me"));
             assert_eq!(spec.lease_transitions, Some(4));
@@ -61,17 +60,14 @@ async fn a_lease_held_by_another_is_taken_only_after_it_stops_changing_for_its_d
 #[tokio::test(start_paused = true)]
 async fn a_renewed_record_restarts_the_expiry_clock() {
     let mut election = Election::new("me".into(), Duration::from_secs(15));
-    election.plan(Some(&held_by("other", 0)), Instant::now(), Timestamp::now());
+    plan_now(&mut election, Some(&held_by("other", 0)));
     tokio::time::advance(Duration::from_secs(10)).await;
     let mut renewed = held_by("other", 0);
     renewed.renew_time = Some(MicroTime(Timestamp::now()));
-    assert_eq!(
-        election.plan(Some(&renewed), Instant::now(), Timestamp::now()),
-        Step::Wait
-    );
+    assert_eq!(plan_now(&mut election, Some(&renewed)), Step::Wait);
     tokio::time::advance(Duration::from_secs(10)).await;
     assert_eq!(
-        election.plan(Some(&renewed), Instant::now(), Timestamp::now()),
+        plan_now(&mut election, Some(&renewed)),
         Step::Wait,
         "only 10s since the record last changed"
     );
@@ -83,7 +79,7 @@ async fn a_released_lease_is_taken_at_once() {
     let mut released = held_by("", 2);
     released.lease_duration_seconds = Some(1);
     assert!(matches!(
-        election.plan(Some(&released), Instant::now(), Timestamp::now()),
+        plan_now(&mut election, Some(&released)),
         Step::Update(_)
     ));
 }
@@ -92,7 +88,7 @@ async fn a_released_lease_is_taken_at_once() {
 async fn renewing_keeps_the_acquire_time_and_transitions() {
     let mut election = Election::new("me".into(), Duration::from_secs(15));
     let ours = held_by("me", 5);
-    match election.plan(Some(&ours), Instant::now(), Timestamp::now()) {
+    match plan_now(&mut election, Some(&ours)) {
         Step::Update(spec) => {
             assert_eq!(spec.acquire_time, ours.acquire_time);
             assert_eq!(spec.lease_transitions, Some(5));
@@ -129,6 +125,19 @@ struct FakeLeases {
 }
 
 impl FakeLeases {
+    /// Holds the Lease `kube-endpoints` at `resource_version`, with `spec`.
+    fn store(&self, resource_version: &str, spec: LeaseSpec) {
+        *self.lease.lock().unwrap() = Some(Lease {
+            metadata: ObjectMeta {
+                name: Some("kube-endpoints".into()),
+                namespace: Some("kube-system".into()),
+                resource_version: Some(resource_version.into()),
+                ..ObjectMeta::default()
+            },
+            spec: Some(spec),
+        });
+    }
+
     fn client(&self) -> Client {
         let fake = self.clone();
         let service = tower::service_fn(move |request: Request<Body>| {
@@ -239,15 +248,7 @@ async fn leader_leads_until_shutdown_then_releases_the_lease() {
 #[tokio::test(start_paused = true)]
 async fn standby_takes_over_a_lease_that_stopped_being_renewed() {
     let fake = FakeLeases::default();
-    *fake.lease.lock().unwrap() = Some(Lease {
-        metadata: ObjectMeta {
-            name: Some("kube-endpoints".into()),
-            namespace: Some("kube-system".into()),
-            resource_version: Some("7".into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(held_by("gone", 1)),
-    });
+    fake.store("7", held_by("gone", 1));
     let start = Instant::now();
     let elector = LeaderElector::new(fake.client(), settings(), "me".into());
     let end = elector.run(|_token| async {}, std::future::pending()).await;
@@ -309,14 +310,7 @@ async fn leadership_is_lost_when_renewals_fail_past_the_renew_deadline() {
 #[tokio::test(start_paused = true)]
 async fn shutdown_before_acquiring_never_runs_the_leader() {
     let fake = FakeLeases::default();
-    *fake.lease.lock().unwrap() = Some(Lease {
-        metadata: ObjectMeta {
-            name: Some("kube-endpoints".into()),
-            resource_version: Some("1".into()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(held_by("other", 0)),
-    });
+    fake.store("1", held_by("other", 0));
     let elector = LeaderElector::new(fake.client(), settings(), "me".into());
     let end = elector
         .run(

@@ -29,7 +29,7 @@ impl MirroringController {
 
     /// Slice events wait out the batch period, so a burst of edits costs one sync.
     fn queue_batched(&self, keys: Vec<reconcile::keys::ServiceKey>) {
-        queue_after(self.workers.queue(), keys, self.batch_period);
+        queue_after(self.workers.queue(), keys, self.parts.batch_period);
     }
 }
 
@@ -74,18 +74,13 @@ impl Handler<StoredSlice> for MirroringController {
         self.queue_batched(key.into_iter().collect());
     }
     fn on_update(&self, old: &Arc<StoredSlice>, new: &Arc<StoredSlice>) {
-        // Another object under the same name: the trackers must hear of the deletion.
-        if !old.is_same_object(new) {
-            self.on_delete(old);
-            self.on_add(new);
-            return;
-        }
-        let (old, new) = (old.without_endpoints(), new.without_endpoints());
-        let keys = triggers::on_slice_updated(old, new, &self.state.lock().tracker);
-        if keys.is_empty() {
-            self.resume_if_waiting(new);
-        }
-        self.queue_batched(keys);
+        crate::slice_writer::on_slice_update(self, old, new, |old, new| {
+            let keys = triggers::on_slice_updated(old, new, &self.state.lock().tracker);
+            if keys.is_empty() {
+                self.resume_if_waiting(new);
+            }
+            self.queue_batched(keys);
+        });
     }
     fn on_delete(&self, slice: &Arc<StoredSlice>) {
         let slice = slice.without_endpoints();

@@ -5,7 +5,8 @@
 //! upstream adds `endpoints_updated_per_sync`, `addresses_skipped_per_sync` and
 //! `endpoints_sync_duration`, and has no `syncs` counter for this controller.
 
-use prometheus::{exponential_buckets, Histogram, HistogramOpts, Opts, Registry};
+use crate::instruments::Instruments;
+use prometheus::{exponential_buckets, Histogram, Registry};
 
 const SUBSYSTEM: &str = "endpoint_slice_mirroring_controller";
 
@@ -28,75 +29,55 @@ pub struct MirroringMetrics {
     pub totals: crate::metrics::SliceTotals,
 }
 
-fn opts(name: &str, help: &str) -> Opts {
-    Opts::new(name, help).subsystem(SUBSYSTEM)
-}
-
-fn histogram(name: &str, help: &str, buckets: Vec<f64>) -> Result<Histogram, prometheus::Error> {
-    Histogram::with_opts(HistogramOpts::from(opts(name, help)).buckets(buckets))
-}
-
 impl MirroringMetrics {
     /// Creates the metrics and registers them into `registry`; fails if they already are.
     pub fn register(registry: &Registry) -> Result<Self, prometheus::Error> {
+        let instruments = Instruments::with_subsystem(registry, SUBSYSTEM);
         // Upstream's buckets: endpoint counts 2, 4, ..., 32768; durations 1ms, 2ms, ..., 16s.
         let counts = exponential_buckets(2.0, 2.0, 15)?;
         let seconds = exponential_buckets(0.001, 2.0, 15)?;
-        let metrics = Self {
-            endpoints_added_per_sync: histogram(
+        Ok(Self {
+            endpoints_added_per_sync: instruments.histogram(
                 "endpoints_added_per_sync",
                 "Number of endpoints added on each Endpoints sync",
                 counts.clone(),
             )?,
-            endpoints_updated_per_sync: histogram(
+            endpoints_updated_per_sync: instruments.histogram(
                 "endpoints_updated_per_sync",
                 "Number of endpoints updated on each Endpoints sync",
                 counts.clone(),
             )?,
-            endpoints_removed_per_sync: histogram(
+            endpoints_removed_per_sync: instruments.histogram(
                 "endpoints_removed_per_sync",
                 "Number of endpoints removed on each Endpoints sync",
                 counts.clone(),
             )?,
-            addresses_skipped_per_sync: histogram(
+            addresses_skipped_per_sync: instruments.histogram(
                 "addresses_skipped_per_sync",
                 "Number of addresses skipped on each Endpoints sync due to being invalid or exceeding MaxEndpointsPerSubset",
                 counts,
             )?,
-            endpoints_sync_duration: histogram(
+            endpoints_sync_duration: instruments.histogram(
                 "endpoints_sync_duration",
                 "Duration of syncEndpoints() in seconds",
                 seconds,
             )?,
             totals: crate::metrics::SliceTotals::register(registry, SUBSYSTEM)?,
-        };
-        registry.register(Box::new(metrics.endpoints_added_per_sync.clone()))?;
-        registry.register(Box::new(metrics.endpoints_updated_per_sync.clone()))?;
-        registry.register(Box::new(metrics.endpoints_removed_per_sync.clone()))?;
-        registry.register(Box::new(metrics.addresses_skipped_per_sync.clone()))?;
-        registry.register(Box::new(metrics.endpoints_sync_duration.clone()))?;
-        Ok(metrics)
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::testing::{assert_buckets, assert_family_names};
 
     #[test]
     fn mirroring_metric_names_are_upstream_names() {
-        let registry = Registry::new();
-        let metrics = MirroringMetrics::register(&registry).unwrap();
-        metrics.totals.changed("create");
-        let mut names: Vec<String> = registry
-            .gather()
-            .iter()
-            .map(|family| family.name().to_string())
-            .collect();
-        names.sort();
-        assert_eq!(
-            names,
-            [
+        assert_family_names(
+            MirroringMetrics::register,
+            |metrics| metrics.totals.changed("create"),
+            &[
                 "endpoint_slice_mirroring_controller_addresses_skipped_per_sync",
                 "endpoint_slice_mirroring_controller_changes",
                 "endpoint_slice_mirroring_controller_desired_endpoint_slices",
@@ -106,24 +87,17 @@ mod tests {
                 "endpoint_slice_mirroring_controller_endpoints_sync_duration",
                 "endpoint_slice_mirroring_controller_endpoints_updated_per_sync",
                 "endpoint_slice_mirroring_controller_num_endpoint_slices",
-            ]
+            ],
         );
     }
 
     #[test]
     fn sync_duration_buckets_run_from_one_millisecond_to_sixteen_seconds() {
-        let registry = Registry::new();
-        let metrics = MirroringMetrics::register(&registry).unwrap();
-        metrics.endpoints_sync_duration.observe(0.0015);
-        let text = crate::metrics::render(&registry).unwrap();
-        let bucket = |le: &str| {
-            format!(
-                r#"endpoint_slice_mirroring_controller_endpoints_sync_duration_bucket{{le="{le}"}}"#
-            )
-        };
-        assert!(text.contains(&format!("{} 0", bucket("0.001"))));
-        assert!(text.contains(&format!("{} 1", bucket("0.002"))));
-        assert!(text.contains(&format!("{} 1", bucket("16.384"))));
-        assert!(!text.contains(&bucket("32.768")));
+        assert_buckets(
+            MirroringMetrics::register,
+            |metrics| metrics.endpoints_sync_duration.observe(0.0015),
+            "endpoint_slice_mirroring_controller_endpoints_sync_duration",
+            ["0.001", "0.002", "16.384", "32.768"],
+        );
     }
 }

@@ -11,19 +11,13 @@ pub mod metrics;
 mod sync;
 mod writer;
 
-use crate::events::EventRecorder;
-use crate::index::Stores;
 use crate::queue::QueueConfig;
-use crate::service_workers::{ServiceSync, ServiceWorkers};
+use crate::service_workers::{ControllerParts, ServiceWorkers};
 use crate::state_lock::StateLock;
-use crate::worker::SyncError;
-use kube::Client;
 use metrics::MirroringMetrics;
-use reconcile::keys::ServiceKey;
 use reconcile::mirroring::metrics::MirroringMetricsCache;
 use reconcile::slice::tracker::SliceTracker;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// State upstream keeps between syncs, behind one lock (never held across an await).
 pub(crate) struct MirroringState {
@@ -33,27 +27,22 @@ pub(crate) struct MirroringState {
 
 /// The EndpointSlice mirroring controller.
 pub struct MirroringController {
-    client: Client,
-    wire: crate::wire::Negotiated,
+    parts: ControllerParts,
     workers: ServiceWorkers,
     state: StateLock<MirroringState>,
     metrics: MirroringMetrics,
-    events: EventRecorder,
     max_endpoints_per_subset: usize,
-    batch_period: Duration,
 }
 
 impl MirroringController {
-    /// A controller reading `stores` and writing through `client`. `batch_period` delays the
-    /// syncs that slice events queue (`--mirroring-endpointslice-updates-batch-period`).
+    /// A controller built from `parts`, its metrics registered into `registry`, mirroring at
+    /// most `max_endpoints_per_subset` addresses of each subset. The parts' batch period
+    /// delays the syncs that slice events queue
+    /// (`--mirroring-endpointslice-updates-batch-period`).
     pub fn new(
-        client: Client,
-        wire: crate::wire::Negotiated,
-        stores: Stores,
+        parts: ControllerParts,
         registry: &prometheus::Registry,
-        events: EventRecorder,
         max_endpoints_per_subset: usize,
-        batch_period: Duration,
     ) -> Result<Arc<Self>, prometheus::Error> {
         let metrics = MirroringMetrics::register(registry)?;
         // Upstream has no sync counter for this controller; the shell wants one, so it gets
@@ -65,43 +54,16 @@ impl MirroringController {
             ),
             &["result"],
         )?;
+        let config = QueueConfig::endpoint_slice_mirroring();
         Ok(Arc::new(Self {
-            client,
-            wire,
-            workers: ServiceWorkers::new(
-                stores,
-                QueueConfig::endpoint_slice_mirroring(),
-                registry,
-                syncs,
-                batch_period,
-            )?,
+            workers: ServiceWorkers::new(&parts, config, registry, syncs)?,
+            parts,
             state: StateLock::new(MirroringState {
                 tracker: SliceTracker::default(),
                 metrics_cache: MirroringMetricsCache::new(max_endpoints_per_subset),
             }),
             metrics,
-            events,
             max_endpoints_per_subset,
-            batch_period,
         }))
-    }
-
-    /// The queue, stores and workers.
-    pub fn workers(&self) -> &ServiceWorkers {
-        &self.workers
-    }
-
-    /// Runs `workers` sync workers until the queue shuts down.
-    pub async fn run_workers(self: Arc<Self>, workers: usize) {
-        self.workers.run(Arc::clone(&self), workers).await;
-    }
-}
-
-impl ServiceSync for MirroringController {
-    fn sync_service(
-        &self,
-        key: &ServiceKey,
-    ) -> impl std::future::Future<Output = Result<(), SyncError>> + Send {
-        self.sync(key)
     }
 }

@@ -2,6 +2,7 @@
 
 use super::MirroringController;
 use crate::events::Involved;
+use crate::service_workers::{ServiceSync, ServiceWorkers};
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::keys::ServiceKey;
@@ -11,9 +12,9 @@ use reconcile::mirroring::{
 };
 use std::sync::Arc;
 
-impl MirroringController {
+impl ServiceSync for MirroringController {
     /// Syncs one Endpoints object, timing it for `endpoints_sync_duration`.
-    pub async fn sync(&self, key: &ServiceKey) -> Result<(), SyncError> {
+    async fn sync_service(&self, key: &ServiceKey) -> Result<(), SyncError> {
         let start = tokio::time::Instant::now();
         let result = self.sync_endpoints(key).await;
         self.metrics
@@ -22,6 +23,12 @@ impl MirroringController {
         result
     }
 
+    fn workers(&self) -> &ServiceWorkers {
+        &self.workers
+    }
+}
+
+impl MirroringController {
     async fn sync_endpoints(&self, key: &ServiceKey) -> Result<(), SyncError> {
         let stores = self.workers.stores();
         let service = stores.service(key);
@@ -74,7 +81,7 @@ impl MirroringController {
                 uid: endpoints.metadata.uid.clone().unwrap_or_default(),
             };
             for event in plan.events.iter().cloned() {
-                self.events.record(involved.clone(), event);
+                self.parts.events.record(involved.clone(), event);
             }
         }
         self.write_plan(key, &plan).await

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 impl MirroringController {
     fn api(&self, key: &ServiceKey) -> Api<EndpointSlice> {
-        Api::namespaced(self.client.clone(), &key.namespace)
+        Api::namespaced(self.parts.client.clone(), &key.namespace)
     }
 
     /// Sends a mirroring plan's writes in order; the first failure ends the sync.
@@ -29,7 +29,7 @@ impl MirroringController {
             delete: &plan.delete,
         };
         let outcome =
-            slice_writer::write_in_order(&self.api(key), &self.wire, key, writes, |change| {
+            slice_writer::write_in_order(&self.api(key), &self.parts.wire, key, writes, |change| {
                 self.record(change)
             })
             .await;

@@ -116,11 +116,18 @@ mod tests {
         assert_eq!(limiter.num_requeues(&"a"), 6);
     }
 
+    /// The EndpointSlice controller's limiter after `failures`, one key each.
+    fn after_failures(failures: &[&'static str]) -> RateLimiter<&'static str> {
+        let mut limiter = RateLimiter::new(BackoffConfig::endpoint_slice());
+        for key in failures {
+            limiter.when(key);
+        }
+        limiter
+    }
+
     #[tokio::test(start_paused = true)]
     async fn backoff_is_counted_per_key() {
-        let mut limiter = RateLimiter::new(BackoffConfig::endpoint_slice());
-        limiter.when(&"a");
-        limiter.when(&"a");
+        let mut limiter = after_failures(&["a", "a"]);
         assert_eq!(limiter.when(&"b"), Duration::from_secs(1));
         assert_eq!(limiter.num_requeues(&"a"), 2);
         assert_eq!(limiter.num_requeues(&"b"), 1);
@@ -128,9 +135,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn forget_resets_the_backoff_of_a_key() {
-        let mut limiter = RateLimiter::new(BackoffConfig::endpoint_slice());
-        limiter.when(&"a");
-        limiter.when(&"a");
+        let mut limiter = after_failures(&["a", "a"]);
         limiter.forget(&"a");
         assert_eq!(limiter.num_requeues(&"a"), 0);
         assert_eq!(limiter.when(&"a"), Duration::from_secs(1));

@@ -8,9 +8,10 @@
 
 use std::sync::Arc;
 
+use crate::instruments::Instruments;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
-use prometheus::{Gauge, Histogram, HistogramOpts, IntCounter, IntGauge, Opts, Registry};
+use prometheus::{Gauge, Histogram, IntCounter, IntGauge, Registry};
 
 /// client-go's latency buckets: 10ns up to 10s, one per power of ten.
 fn duration_buckets() -> Vec<f64> {
@@ -32,39 +33,28 @@ impl QueueMetrics {
     ///
     /// Fails when a queue of the same name is already registered there.
     pub fn register(registry: &Registry, name: &str) -> Result<Self, prometheus::Error> {
-        let opts = |metric: &str, help: &str| {
-            Opts::new(metric, help).const_label("name", name.to_string())
-        };
-        let histogram = |metric: &str, help: &str| {
-            Histogram::with_opts(
-                HistogramOpts::from(opts(metric, help)).buckets(duration_buckets()),
-            )
-        };
-        let metrics = Self {
-            depth: IntGauge::with_opts(opts("workqueue_depth", "Current depth of workqueue"))?,
-            adds: IntCounter::with_opts(opts(
+        let instruments = Instruments::with_const_label(registry, "name", name);
+        Ok(Self {
+            depth: instruments.metric("workqueue_depth", "Current depth of workqueue")?,
+            adds: instruments.metric(
                 "workqueue_adds_total",
                 "Total number of adds handled by workqueue",
-            ))?,
-            queue_duration: histogram(
+            )?,
+            queue_duration: instruments.histogram(
                 "workqueue_queue_duration_seconds",
                 "How long in seconds an item stays in workqueue before being requested.",
+                duration_buckets(),
             )?,
-            work_duration: histogram(
+            work_duration: instruments.histogram(
                 "workqueue_work_duration_seconds",
                 "How long in seconds processing an item from workqueue takes.",
+                duration_buckets(),
             )?,
-            retries: IntCounter::with_opts(opts(
+            retries: instruments.metric(
                 "workqueue_retries_total",
                 "Total number of retries handled by workqueue",
-            ))?,
-        };
-        registry.register(Box::new(metrics.depth.clone()))?;
-        registry.register(Box::new(metrics.adds.clone()))?;
-        registry.register(Box::new(metrics.queue_duration.clone()))?;
-        registry.register(Box::new(metrics.work_duration.clone()))?;
-        registry.register(Box::new(metrics.retries.clone()))?;
-        Ok(metrics)
+            )?,
+        })
     }
 }
 
@@ -93,16 +83,15 @@ impl ProgressCollector {
         name: &str,
         probe: Arc<dyn Fn() -> Progress + Send + Sync>,
     ) -> Result<(), prometheus::Error> {
-        let opts = |metric: &str, help: &str| {
-            Opts::new(metric, help).const_label("name", name.to_string())
-        };
-        let unfinished = Gauge::with_opts(opts(
+        // Made here but registered as one collector, which sets them on each scrape.
+        let instruments = Instruments::with_const_label(registry, "name", name);
+        let unfinished = Gauge::with_opts(instruments.opts(
             "workqueue_unfinished_work_seconds",
             "How many seconds of work has done that is in progress and hasn't been observed by \
              work_duration. Large values indicate stuck threads. One can deduce the number of \
              stuck threads by observing the rate at which this increases.",
         ))?;
-        let longest = Gauge::with_opts(opts(
+        let longest = Gauge::with_opts(instruments.opts(
             "workqueue_longest_running_processor_seconds",
             "How many seconds has the longest running processor for workqueue been running.",
         ))?;

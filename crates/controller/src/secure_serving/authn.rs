@@ -10,10 +10,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::{TokenReview, TokenReviewSpec};
-use kube::api::PostParams;
-use kube::{Api, Client};
+use kube::Client;
 
-use super::cache::TtlCache;
+use super::cache::{review, TtlCache};
 
 /// An authenticated user, as the TokenReview named it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,35 +53,31 @@ impl TokenAuthenticator {
 
     /// The user `token` belongs to; `None` when the API server does not recognise it.
     pub async fn authenticate(&self, token: &str) -> Result<Option<User>, AuthnError> {
-        let key = digest(token);
-        if let Some(answer) = self.cache.get(&key) {
-            return Ok(answer);
-        }
-        let review = TokenReview {
-            spec: TokenReviewSpec {
-                token: Some(token.to_owned()),
-                ..TokenReviewSpec::default()
-            },
-            ..TokenReview::default()
+        let answer = async {
+            let asked = TokenReview {
+                spec: TokenReviewSpec {
+                    token: Some(token.to_owned()),
+                    ..TokenReviewSpec::default()
+                },
+                ..TokenReview::default()
+            };
+            let answer = review(&self.client, &asked).await.map_err(AuthnError)?;
+            Ok(answer
+                .status
+                .filter(|s| s.authenticated == Some(true))
+                .and_then(|s| s.user)
+                .and_then(|u| {
+                    Some(User {
+                        name: u.username.filter(|n| !n.is_empty())?,
+                        uid: u.uid.filter(|uid| !uid.is_empty()),
+                        groups: u.groups.unwrap_or_default(),
+                        extra: u.extra.unwrap_or_default(),
+                    })
+                }))
         };
-        let answer = Api::<TokenReview>::all(self.client.clone())
-            .create(&PostParams::default(), &review)
+        self.cache
+            .get_or_fetch(digest(token), answer, |_| self.ttl)
             .await
-            .map_err(AuthnError)?;
-        let user = answer
-            .status
-            .filter(|s| s.authenticated == Some(true))
-            .and_then(|s| s.user)
-            .and_then(|u| {
-                Some(User {
-                    name: u.username.filter(|n| !n.is_empty())?,
-                    uid: u.uid.filter(|uid| !uid.is_empty()),
-                    groups: u.groups.unwrap_or_default(),
-                    extra: u.extra.unwrap_or_default(),
-                })
-            });
-        self.cache.insert(key, user.clone(), self.ttl);
-        Ok(user)
     }
 }
 

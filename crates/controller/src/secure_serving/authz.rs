@@ -12,11 +12,10 @@ use std::time::Duration;
 use k8s_openapi::api::authorization::v1::{
     NonResourceAttributes, SubjectAccessReview, SubjectAccessReviewSpec,
 };
-use kube::api::PostParams;
-use kube::{Api, Client};
+use kube::Client;
 
 use super::authn::User;
-use super::cache::TtlCache;
+use super::cache::{review, TtlCache};
 
 /// The group upstream lets do anything without asking (its `AlwaysAllowGroups` default).
 const PRIVILEGED_GROUP: &str = "system:masters";
@@ -99,40 +98,37 @@ impl Authorizer {
         let key =
             serde_json::to_string(&(&user.name, &user.uid, &user.groups, &user.extra, verb, path))
                 .unwrap_or_else(|_| format!("{}\u{0}{verb}\u{0}{path}", user.name));
-        if let Some(decision) = self.cache.get(&key) {
-            return Ok(decision);
-        }
-        let review = SubjectAccessReview {
-            spec: SubjectAccessReviewSpec {
-                user: Some(user.name.clone()),
-                uid: user.uid.clone(),
-                groups: Some(user.groups.clone()),
-                extra: (!user.extra.is_empty()).then(|| user.extra.clone()),
-                non_resource_attributes: Some(NonResourceAttributes {
-                    path: Some(path.to_owned()),
-                    verb: Some(verb.to_owned()),
-                }),
-                ..SubjectAccessReviewSpec::default()
-            },
-            ..SubjectAccessReview::default()
+        let decision = async {
+            let asked = SubjectAccessReview {
+                spec: SubjectAccessReviewSpec {
+                    user: Some(user.name.clone()),
+                    uid: user.uid.clone(),
+                    groups: Some(user.groups.clone()),
+                    extra: (!user.extra.is_empty()).then(|| user.extra.clone()),
+                    non_resource_attributes: Some(NonResourceAttributes {
+                        path: Some(path.to_owned()),
+                        verb: Some(verb.to_owned()),
+                    }),
+                    ..SubjectAccessReviewSpec::default()
+                },
+                ..SubjectAccessReview::default()
+            };
+            let answer = review(&self.client, &asked).await.map_err(AuthzError)?;
+            let status = answer.status.unwrap_or_default();
+            Ok(Decision {
+                // An explicit denial wins, as upstream reads the answer.
+                allowed: status.allowed && status.denied != Some(true),
+                reason: status.reason.unwrap_or_default(),
+            })
         };
-        let answer = Api::<SubjectAccessReview>::all(self.client.clone())
-            .create(&PostParams::default(), &review)
-            .await
-            .map_err(AuthzError)?;
-        let status = answer.status.unwrap_or_default();
-        let decision = Decision {
-            // An explicit denial wins, as upstream reads the answer.
-            allowed: status.allowed && status.denied != Some(true),
-            reason: status.reason.unwrap_or_default(),
+        let ttl_of = |decision: &Decision| {
+            if decision.allowed {
+                self.allowed_ttl
+            } else {
+                self.denied_ttl
+            }
         };
-        let ttl = if decision.allowed {
-            self.allowed_ttl
-        } else {
-            self.denied_ttl
-        };
-        self.cache.insert(key, decision.clone(), ttl);
-        Ok(decision)
+        self.cache.get_or_fetch(key, decision, ttl_of).await
     }
 }
 

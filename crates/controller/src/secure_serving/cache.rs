@@ -7,10 +7,13 @@
 //! cost review calls, not memory).
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::hash::Hash;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
+use kube::api::PostParams;
+use kube::{Api, Client};
 use tokio::time::Instant;
 
 /// Entries kept at most; upstream's authorization cache holds 1024 too.
@@ -39,6 +42,22 @@ impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
             .map(|(_, value)| value.clone())
     }
 
+    /// The value under `key` if it has not expired; else what `fetch` gives, kept for the
+    /// TTL `ttl_of` gives it. A failed fetch is not kept, so the next call asks again.
+    pub async fn get_or_fetch<E>(
+        &self,
+        key: K,
+        fetch: impl Future<Output = Result<V, E>>,
+        ttl_of: impl FnOnce(&V) -> Duration,
+    ) -> Result<V, E> {
+        if let Some(value) = self.get(&key) {
+            return Ok(value);
+        }
+        let value = fetch.await?;
+        self.insert(key, value.clone(), ttl_of(&value));
+        Ok(value)
+    }
+
     /// Keeps `value` under `key` for `ttl` (a zero TTL keeps nothing).
     pub fn insert(&self, key: K, value: V, ttl: Duration) {
         if ttl.is_zero() {
@@ -60,6 +79,20 @@ impl<K: Eq + Hash, V: Clone> Default for TtlCache<K, V> {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Sends `review` (a TokenReview or SubjectAccessReview) and returns the API server's answer.
+pub async fn review<R>(client: &Client, review: &R) -> kube::Result<R>
+where
+    R: kube::Resource<Scope = k8s_openapi::ClusterResourceScope, DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::Serialize
+        + serde::de::DeserializeOwned,
+{
+    Api::<R>::all(client.clone())
+        .create(&PostParams::default(), review)
+        .await
 }
 
 #[cfg(test)]

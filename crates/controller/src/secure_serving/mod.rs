@@ -176,9 +176,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let listener = TlsListener::new(listener, tls)?;
-    axum::serve(listener, guarded(router, Arc::new(access)))
-        .with_graceful_shutdown(shutdown)
-        .await
+    crate::health::serve(listener, guarded(router, Arc::new(access)), shutdown).await
 }
 
 /// What an `Authorization` header holds.

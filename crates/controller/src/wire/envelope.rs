@@ -10,6 +10,7 @@
 //! copying the object.
 
 use bytes::{Buf, Bytes, BytesMut};
+use k8s_pb::apimachinery::pkg::runtime::TypeMeta;
 use prost::Message;
 
 /// The prefix of a protobuf-encoded Kubernetes object.
@@ -51,18 +52,8 @@ pub enum WireError {
     NoObject(String),
 }
 
-/// `runtime.TypeMeta`.
-#[derive(Clone, PartialEq, Message)]
-pub struct TypeMeta {
-    /// `apiVersion`.
-    #[prost(string, optional, tag = "1")]
-    pub api_version: Option<String>,
-    /// `kind`.
-    #[prost(string, optional, tag = "2")]
-    pub kind: Option<String>,
-}
-
-/// `runtime.Unknown`: the envelope.
+/// `runtime.Unknown`: the envelope. Declared here rather than taken from `k8s-pb`, whose
+/// `raw` is a `Vec` copied out of the body, where this one shares the body's bytes.
 #[derive(Clone, PartialEq, Message)]
 pub struct Unknown {
     /// `typeMeta`.

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use futures::Stream;
 use http::header::ACCEPT_ENCODING;
 use http_body_util::BodyExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ListParams, VersionMatch, WatchParams};
 use kube::client::Body;
 use kube::core::{ObjectList, Request, Status, WatchEvent};
@@ -588,12 +589,16 @@ fn decode_event<K: Watched>(frame: Bytes) -> Result<Decoded<K>, WireError> {
             Ok(Decoded::Error(status::from_raw(raw)?))
         }
         "BOOKMARK" => {
-            let meta = MetadataOnly::decode(event.object.raw)?
-                .metadata
-                .unwrap_or_default();
+            let meta = ObjectMeta::from(
+                MetadataOnly::decode(event.object.raw)?
+                    .metadata
+                    .unwrap_or_default(),
+            );
             Ok(Decoded::Bookmark {
                 resource_version: meta.resource_version.unwrap_or_default(),
-                ends_initial_events: meta.annotations.contains_key(INITIAL_EVENTS_END),
+                ends_initial_events: meta
+                    .annotations
+                    .is_some_and(|a| a.contains_key(INITIAL_EVENTS_END)),
             })
         }
         _ => Ok(Decoded::Object(

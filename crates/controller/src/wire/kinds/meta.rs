@@ -1,5 +1,6 @@
 //! `ObjectMeta` and the small types every kind shares, both ways.
 
+use super::partial::{Annotation, PartialMeta};
 use super::{list, map, plain, plain_number, repeated};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
@@ -173,49 +174,8 @@ pub(crate) fn micro_time_option_to_pb(t: Option<&MicroTime>) -> Option<pb::Micro
 /// The metadata a bookmark carries, and what we read back from a write: a message with the
 /// fields of `ObjectMeta` we use, at `ObjectMeta`'s numbers, at every kind's field 1.
 #[derive(Clone, PartialEq, prost::Message)]
-pub struct MetadataOnly {
+pub(crate) struct MetadataOnly {
     /// `metadata`.
     #[prost(message, optional, tag = "1")]
-    pub metadata: Option<ShortMeta>,
-}
-
-/// Name, namespace, uid, resourceVersion, generation, labels and annotations.
-#[derive(Clone, PartialEq, prost::Message)]
-pub struct ShortMeta {
-    /// `name`.
-    #[prost(string, optional, tag = "1")]
-    pub name: Option<String>,
-    /// `namespace`.
-    #[prost(string, optional, tag = "3")]
-    pub namespace: Option<String>,
-    /// `uid`.
-    #[prost(string, optional, tag = "5")]
-    pub uid: Option<String>,
-    /// `resourceVersion`.
-    #[prost(string, optional, tag = "6")]
-    pub resource_version: Option<String>,
-    /// `generation`.
-    #[prost(int64, optional, tag = "7")]
-    pub generation: Option<i64>,
-    /// `labels`.
-    #[prost(btree_map = "string, string", tag = "11")]
-    pub labels: std::collections::BTreeMap<String, String>,
-    /// `annotations`.
-    #[prost(btree_map = "string, string", tag = "12")]
-    pub annotations: std::collections::BTreeMap<String, String>,
-}
-
-impl From<ShortMeta> for ObjectMeta {
-    fn from(m: ShortMeta) -> Self {
-        ObjectMeta {
-            name: plain(m.name),
-            namespace: plain(m.namespace),
-            uid: plain(m.uid),
-            resource_version: plain(m.resource_version),
-            generation: plain_number(m.generation),
-            labels: map(m.labels),
-            annotations: map(m.annotations),
-            ..ObjectMeta::default()
-        }
-    }
+    pub metadata: Option<PartialMeta<Annotation>>,
 }

@@ -1,8 +1,9 @@
 //! The kinds the controllers read and write, decoded from (and encoded to) protobuf.
 //!
 //! Each read kind names the message it is decoded from. For pods, Services and Nodes that is
-//! a message of our own declaring only the fields the projections read, with Kubernetes'
-//! field numbers: the decoder skips every other field's bytes without building anything.
+//! a `PartialObject` (in `partial.rs`) of messages of our own declaring only the fields the
+//! projections read, with Kubernetes' field numbers: the decoder skips every other field's
+//! bytes without building anything.
 //! EndpointSlices and Endpoints are kept whole (the controllers compare and rewrite them),
 //! so they are decoded from `k8s-pb`'s complete messages and converted field by field.
 //!
@@ -18,6 +19,7 @@ mod endpoints;
 mod lease;
 pub(crate) mod meta;
 mod node;
+mod partial;
 mod pod;
 mod service;
 

@@ -2,48 +2,28 @@
 //! reads: the rest of a Service (its status, session affinity, load balancer settings,
 //! managedFields) is skipped by the decoder.
 
-use super::meta::time;
+use super::partial::{Annotation, PartialObject, Unread};
 use super::{list, map, plain, WireKind};
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use k8s_pb::apimachinery::pkg::apis::meta::v1::Time;
 use prost::Message;
 use std::collections::BTreeMap;
 
-/// `core.v1.Service`: metadata and spec.
-#[derive(Clone, PartialEq, Message)]
-pub struct ServiceMessage {
-    #[prost(message, optional, tag = "1")]
-    metadata: Option<ServiceMeta>,
-    #[prost(message, optional, tag = "2")]
-    spec: Option<Spec>,
-}
+impl WireKind for Service {
+    type Message = PartialObject<Annotation, Spec, Unread>;
 
-/// `ObjectMeta`: identity, labels, annotations and the two timestamps.
-#[derive(Clone, PartialEq, Message)]
-struct ServiceMeta {
-    #[prost(string, optional, tag = "1")]
-    name: Option<String>,
-    #[prost(string, optional, tag = "3")]
-    namespace: Option<String>,
-    #[prost(string, optional, tag = "5")]
-    uid: Option<String>,
-    #[prost(string, optional, tag = "6")]
-    resource_version: Option<String>,
-    #[prost(message, optional, tag = "8")]
-    creation_timestamp: Option<Time>,
-    #[prost(message, optional, tag = "9")]
-    deletion_timestamp: Option<Time>,
-    #[prost(btree_map = "string, string", tag = "11")]
-    labels: BTreeMap<String, String>,
-    #[prost(btree_map = "string, string", tag = "12")]
-    annotations: BTreeMap<String, String>,
+    fn from_message(service: Self::Message) -> Self {
+        Service {
+            metadata: service.metadata.unwrap_or_default().into(),
+            spec: service.spec.map(Into::into),
+            status: None,
+        }
+    }
 }
 
 /// `ServiceSpec`: what decides the endpoints.
 #[derive(Clone, PartialEq, Message)]
-struct Spec {
+pub struct Spec {
     #[prost(message, repeated, tag = "1")]
     ports: Vec<Port>,
     #[prost(btree_map = "string, string", tag = "2")]
@@ -86,35 +66,18 @@ struct IntOrStr {
     str_val: Option<String>,
 }
 
-impl WireKind for Service {
-    type Message = ServiceMessage;
-
-    fn from_message(service: ServiceMessage) -> Self {
-        let meta = service.metadata.unwrap_or_default();
-        Service {
-            metadata: ObjectMeta {
-                name: plain(meta.name),
-                namespace: plain(meta.namespace),
-                uid: plain(meta.uid),
-                resource_version: plain(meta.resource_version),
-                creation_timestamp: time(meta.creation_timestamp),
-                deletion_timestamp: time(meta.deletion_timestamp),
-                labels: map(meta.labels),
-                annotations: map(meta.annotations),
-                ..ObjectMeta::default()
-            },
-            spec: service.spec.map(|spec| ServiceSpec {
-                ports: list(spec.ports.into_iter().map(port).collect()),
-                selector: map(spec.selector),
-                cluster_ip: plain(spec.cluster_ip),
-                type_: plain(spec.r#type),
-                publish_not_ready_addresses: spec.publish_not_ready_addresses.filter(|p| *p),
-                ip_families: list(spec.ip_families),
-                // A pointer field.
-                traffic_distribution: spec.traffic_distribution,
-                ..ServiceSpec::default()
-            }),
-            status: None,
+impl From<Spec> for ServiceSpec {
+    fn from(spec: Spec) -> Self {
+        ServiceSpec {
+            ports: list(spec.ports.into_iter().map(port).collect()),
+            selector: map(spec.selector),
+            cluster_ip: plain(spec.cluster_ip),
+            type_: plain(spec.r#type),
+            publish_not_ready_addresses: spec.publish_not_ready_addresses.filter(|p| *p),
+            ip_families: list(spec.ip_families),
+            // A pointer field.
+            traffic_distribution: spec.traffic_distribution,
+            ..ServiceSpec::default()
         }
     }
 }
