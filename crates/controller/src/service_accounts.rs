@@ -153,7 +153,7 @@ fn is_forbidden(error: &kube::Error) -> bool {
 }
 
 /// A ServiceAccount's current token, renewed in the background for as long as a client
-/// made with [`Token::layers`] exists.
+/// made with [`Token::layer`] exists.
 #[derive(Clone)]
 pub struct Token {
     header: Arc<RwLock<HeaderValue>>,

@@ -172,7 +172,7 @@ where
     /// Watch errors are logged and retried with kube's default backoff (0.8s doubling to
     /// 30s, reset after two quiet minutes); they never end the informer. An error saying the
     /// server has not reached the resourceVersion the watch resumes from starts over with a
-    /// fresh list (see [`needs_relist`]).
+    /// fresh list (see `needs_relist`).
     pub async fn run(self, handler: impl Handler<P>, shutdown: impl Future<Output = ()>) {
         let kind = K::kind(&()).into_owned();
         let mut config = self.config.clone();
