@@ -42,6 +42,17 @@ impl Handler<ServiceInfo> for ServiceQueuer {
     fn on_delete(&self, service: &Arc<ServiceInfo>) {
         self.queue.add(service.key());
     }
+    /// After a re-list, every Service is queued, changed or not. client-go hands each listed
+    /// object to the update handler and upstream queues the Service on every update, so a
+    /// re-list makes upstream compare every Service's objects again. That is what repairs a
+    /// write this replica could not have seen coming: one made by a replica that still took
+    /// itself for the leader (a Lease lost in a restore lets two replicas lead for up to the
+    /// renew deadline), which no Service or pod event would otherwise bring back.
+    fn on_listed(&self) {
+        for service in self.stores.services.list() {
+            self.queue.add(service.key());
+        }
+    }
 }
 
 impl Handler<PodInfo> for ServiceQueuer {

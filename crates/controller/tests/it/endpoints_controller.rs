@@ -449,6 +449,27 @@ async fn manually_deleted_endpoints_are_recreated() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Another writer's change to the Endpoints (a replica that still took itself for the leader)
+/// brings no Service or pod event, so it stays until a re-list of the Services queues every
+/// Service, as upstream's informers and handlers do; the sync then writes the object again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_another_writer_changed_are_written_again_after_a_relist() -> anyhow::Result<()> {
+    let foreign = json!({"subsets": [{
+        "addresses": [{"ip": "10.9.9.9"}],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }]});
+    web_1_published()
+        .patch_endpoints("web", foreign)
+        .endpoints("web", "another writer's", addresses_are(&["10.9.9.9"], &[]))
+        .faults(|f| {
+            f.expire_next_watch("services");
+            f.drop_watches();
+        })
+        .endpoints("web", "written again", addresses_are(&["10.0.0.1"], &[]))
+        .run_to_end()
+        .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dual_stack_service_endpoints_use_the_first_ip_family() -> anyhow::Result<()> {
     let objects = Scenario::new()
