@@ -11,7 +11,7 @@
 //! plain (non-pointer) string, number or time field even when it is empty or zero, where
 //! the JSON leaves it out (`omitempty`), while pointer fields are written only when set,
 //! and then even when empty. The conversions follow the Go field each one comes from, so a
-//! decoded object equals the one decoded from the same object's JSON: [`plain`] for the
+//! decoded object equals the one decoded from the same object's JSON: `plain` for the
 //! first, the value as decoded for the second.
 
 mod discovery;
