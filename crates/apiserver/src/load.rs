@@ -204,7 +204,7 @@ fn remap_forward_references(cluster: &mut Cluster, loaded: &[Loaded], uids: &Uid
 #[derive(Debug, Default)]
 pub struct LoadReport {
     /// The objects as finally stored, in input order (objects a delete removed at once, and
-    /// refused ones, are left out). Only [`apply_objects`] fills it: a lenient load of a large
+    /// refused ones, are left out). Only `apply_objects` fills it: a lenient load of a large
     /// cluster state should not hold a second copy of every object.
     pub stored: Vec<Value>,
     /// Why each refused object was refused, in input order.

@@ -192,7 +192,7 @@ pub fn compare(ours: &Written, upstream: &Written) -> Vec<String> {
     compare_by(ours, upstream, Rules::Static)
 }
 
-/// [`compare`] under the given rules.
+/// [`compare`](fn@compare) under the given rules.
 pub fn compare_by(ours: &Written, upstream: &Written, rules: Rules) -> Vec<String> {
     compare::differences(&ours.objects(), &upstream.objects(), rules, Sides::UPSTREAM)
         .iter()

@@ -19,7 +19,7 @@ const STALE: Duration = Duration::from_millis(250);
 /// description of what it saw; after [`DEADLINE`] the test fails showing the last one.
 ///
 /// For what the API server does not show (metrics, probes, a task's state) this retries every
-/// [`POLL`]; waits on stored objects use [`eventually_on`] with the server's change signal.
+/// `POLL`; waits on stored objects use [`eventually_on`] with the server's change signal.
 pub async fn eventually<T, F, Fut>(what: &str, probe: F) -> T
 where
     F: FnMut() -> Fut,
@@ -38,7 +38,7 @@ pub async fn until(what: &str, mut holds: impl FnMut() -> bool) {
 }
 
 /// [`eventually`] for a probe of stored objects: it runs again as soon as the server stored a
-/// write (`changes`, from `ApiServer::changes`), and at the latest after [`STALE`].
+/// write (`changes`, from `ApiServer::changes`), and at the latest after `STALE`.
 pub async fn eventually_on<T, F, Fut>(changes: watch::Receiver<u64>, what: &str, probe: F) -> T
 where
     F: FnMut() -> Fut,

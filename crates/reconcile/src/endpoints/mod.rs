@@ -1,7 +1,7 @@
 //! The v1 Endpoints controller's decisions.
 //!
 //! [`subsets`] turns each pod into one-address subsets, [`repack`] merges them into the
-//! canonical layout, [`truncate`] caps the object at 1000 addresses, [`plan`] compares with
+//! canonical layout, [`truncate`] caps the object at 1000 addresses, `plan` compares with
 //! what exists and decides whether to write, and [`stale`] guards against a cache that has
 //! not yet seen our last write.
 

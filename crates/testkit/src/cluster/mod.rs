@@ -186,7 +186,7 @@ pub fn metric(registry: &Registry, name: &str, labels: &[(&str, &str)]) -> f64 {
 
 impl TestCluster {
     /// A fresh server with the initial namespaces and one ready node, [`DEFAULT_NODE`]
-    /// (no zone), where [`pod`] schedules pods unless told otherwise.
+    /// (no zone), where [`pod`](crate::pod) schedules pods unless told otherwise.
     pub async fn start() -> Self {
         let cluster = Self::start_without_nodes();
         cluster
