@@ -453,7 +453,8 @@ async fn manually_deleted_endpoints_are_recreated() -> anyhow::Result<()> {
 /// brings no Service or pod event, so it stays until a re-list of the Services queues every
 /// Service, as upstream's informers and handlers do; the sync then writes the object again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn endpoints_another_writer_changed_are_written_again_after_a_relist() -> anyhow::Result<()> {
+async fn endpoints_changed_by_another_writer_are_written_again_after_a_relist() -> anyhow::Result<()>
+{
     let foreign = json!({"subsets": [{
         "addresses": [{"ip": "10.9.9.9"}],
         "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
