@@ -31,6 +31,7 @@ pub mod event;
 pub mod find_port;
 pub mod ip;
 pub mod keys;
+pub mod kube_version;
 pub mod labels;
 pub mod membership;
 pub mod metrics_cache;
@@ -48,6 +49,7 @@ pub mod upstream_order;
 pub mod testing;
 
 pub use endpoints::{plan_endpoints, EndpointsInput, EndpointsPlan};
+pub use kube_version::{KubeVersion, VersionRules};
 pub use mirroring::{plan_mirroring, MirroringInput, MirroringPlan};
 pub use slice::{plan_slices, SliceInput, SlicePlan};
 

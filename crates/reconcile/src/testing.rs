@@ -311,6 +311,21 @@ impl EndpointsBuilder {
     }
 }
 
+/// The Service of the conformance case public-appprotocol-ports: three ports whose order
+/// differs between the two hashes upstream has sorted them by (MD5 up to v1.34, FNV-128a
+/// from v1.35), in slices and in Endpoints subsets alike.
+pub fn three_port_service() -> ServiceInfo {
+    service("web")
+        .port(service_port("web", 443).target(8443).app_protocol("https"))
+        .port(service_port("admin", 9000))
+        .port(
+            service_port("stream", 5000)
+                .protocol("UDP")
+                .app_protocol("kubernetes.io/ws"),
+        )
+        .build()
+}
+
 /// Starts an empty Endpoints subset.
 pub fn subset() -> SubsetBuilder {
     SubsetBuilder(EndpointSubset::default())
@@ -353,6 +368,13 @@ impl SubsetBuilder {
                 protocol: Some("TCP".into()),
                 app_protocol: None,
             });
+        self
+    }
+    /// Sets the appProtocol of the port added last.
+    pub fn app_protocol(mut self, app_protocol: &str) -> Self {
+        if let Some(port) = self.0.ports.as_mut().and_then(|p| p.last_mut()) {
+            port.app_protocol = Some(app_protocol.into());
+        }
         self
     }
 }

@@ -1,6 +1,9 @@
 //! Hints from `spec.trafficDistribution`: PreferClose and PreferSameZone hint each ready
 //! endpoint's own zone, PreferSameNode also its own node. Any other value removes hints.
+//! PreferSameZone and PreferSameNode count only where the followed version's
+//! `PreferSameTrafficDistribution` gate is on ([`acts_on`]).
 
+use crate::kube_version::VersionRules;
 use crate::slice::{endpoint_ready, SliceSets};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointHints, ForNode, ForZone};
 
@@ -11,8 +14,19 @@ pub const PREFER_SAME_ZONE: &str = "PreferSameZone";
 /// `PreferSameNode`.
 pub const PREFER_SAME_NODE: &str = "PreferSameNode";
 
-/// True when the value is one the controller acts on.
-pub fn is_valid(value: Option<&str>) -> bool {
+/// True when the value is one the controller acts on under `rules`: PreferClose always,
+/// PreferSameZone and PreferSameNode with the `PreferSameTrafficDistribution` gate on.
+pub fn acts_on(value: Option<&str>, rules: &VersionRules) -> bool {
+    match value {
+        Some(PREFER_CLOSE) => true,
+        Some(PREFER_SAME_ZONE | PREFER_SAME_NODE) => rules.prefer_same_traffic_distribution,
+        _ => false,
+    }
+}
+
+/// True for the values that hint endpoints close to their clients (whatever the gate: the
+/// caller decides first whether the value counts).
+fn hints_close(value: Option<&str>) -> bool {
     matches!(
         value,
         Some(PREFER_CLOSE | PREFER_SAME_ZONE | PREFER_SAME_NODE)
@@ -40,7 +54,7 @@ fn wanted_hints(endpoint: &Endpoint, node_hints: bool) -> Option<EndpointHints> 
 /// Reconciles hints for a trafficDistribution value. Unchanged slices are rewritten only
 /// when some ready endpoint's hints are missing or wrong.
 pub fn reconcile_hints(value: Option<&str>, sets: &mut SliceSets) {
-    if !is_valid(value) {
+    if !hints_close(value) {
         sets.promote_unchanged(|slice| slice.endpoints.iter().any(|e| e.hints.is_some()));
         for endpoint in sets.writable_endpoints_mut() {
             endpoint.hints = None;

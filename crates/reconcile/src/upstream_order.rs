@@ -1,11 +1,10 @@
 //! Orderings upstream derives from hashes of Go's debug print of a value.
 //!
-//! Upstream sorts the ports of an EndpointSlice, and the ports of an Endpoints subset, by the
-//! FNV-128a hash of a `%#v`-style dump of each port (type names, field names, pointers
-//! followed). Those orders are visible in the written objects, so to write the same objects
-//! we reproduce the dump for the two port types and sort by the same hash. (Endpoints ports
-//! were ordered by MD5 until upstream dropped it in the v1.35 cycle; objects written in that
-//! order are still accepted, see `endpoints::plan`.)
+//! Upstream sorts the ports of an EndpointSlice, and the ports of an Endpoints subset, by a
+//! hash of a `%#v`-style dump of each port (type names, field names, pointers followed): MD5
+//! up to v1.34, FNV-128a from v1.35 ([`crate::kube_version::OrderHash`]). Those orders are
+//! visible in the written objects, so to write the same objects we reproduce the dump for the
+//! two port types and sort by the followed version's hash.
 
 fn ptr_string(out: &mut String, type_name: &str, value: Option<&str>) {
     out.push_str("(*");
@@ -80,11 +79,13 @@ mod tests {
         );
     }
 
-    /// Every port list of more than one port that upstream wrote in the corpus, taken apart
-    /// and sorted again by our hash, comes out in the order upstream recorded. Tallies how
-    /// many lists of each kind, with and without appProtocol, were checked.
+    /// Every port list of more than one port that upstream wrote in the corpus, of every
+    /// version recorded, taken apart and sorted again by that version's hash, comes out in the
+    /// order upstream recorded. Tallies how many lists of each kind, with and without
+    /// appProtocol, were checked.
     #[test]
     fn ports_sort_into_the_orders_upstream_recorded_in_the_corpus() {
+        use crate::kube_version::{KubeVersion, OrderHash, VersionRules};
         use k8s_openapi::api::core::v1::Endpoints;
         use k8s_openapi::api::discovery::v1::EndpointSlice;
 
@@ -97,66 +98,84 @@ mod tests {
         }
         fn check<T: Clone + PartialEq + std::fmt::Debug>(
             recorded: &[T],
-            sort: fn(&mut [T]),
+            sort: fn(&mut [T], OrderHash),
+            hash: OrderHash,
             what: &str,
         ) {
             for mut list in reorderings(recorded) {
-                sort(&mut list);
+                sort(&mut list, hash);
                 assert_eq!(list, recorded, "{what}");
             }
         }
 
         let corpus =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases");
-        // (endpoints, slices) x (without, with appProtocol)
-        let mut checked = [[0usize; 2]; 2];
-        for case in std::fs::read_dir(&corpus).expect("the conformance corpus") {
-            let path = case.unwrap().path().join("upstream.json");
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let recorded: serde_json::Value = serde_json::from_str(&text).unwrap();
-            let list = |key: &str| recorded[key].as_array().cloned().unwrap_or_default();
-            for value in list("endpoints") {
-                let endpoints: Endpoints = serde_json::from_value(value).unwrap();
-                for ports in endpoints
-                    .subsets
-                    .iter()
-                    .flatten()
-                    .filter_map(|s| s.ports.as_ref())
-                {
-                    if ports.len() > 1 {
-                        let what = format!(
-                            "{}: Endpoints {:?}",
-                            path.display(),
-                            endpoints.metadata.name
-                        );
-                        check(ports, crate::endpoints::repack::sort_ports, &what);
-                        checked[0][usize::from(ports.iter().any(|p| p.app_protocol.is_some()))] +=
-                            1;
-                    }
-                }
-            }
-            for value in list("endpointslices") {
-                let slice: EndpointSlice = serde_json::from_value(value).unwrap();
-                let Some(ports) = slice.ports.as_ref().filter(|p| p.len() > 1) else {
-                    continue;
-                };
-                let what = format!(
-                    "{}: EndpointSlice {:?}",
-                    path.display(),
-                    slice.metadata.name
-                );
-                check(ports, crate::slice::port_groups::sort_ports, &what);
-                checked[1][usize::from(ports.iter().any(|p| p.app_protocol.is_some()))] += 1;
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance");
+        let mut recordings = vec![(corpus.join("cases"), KubeVersion::NEWEST)];
+        for version in KubeVersion::supported() {
+            let dir = corpus.join(format!("versions/{version}"));
+            if dir.is_dir() {
+                recordings.push((dir, version));
             }
         }
-        // The corpus records multi-port slices with and without appProtocol, and a multi-port
-        // Endpoints subset with appProtocol (public-appprotocol-ports); none without.
-        assert!(
-            checked[0][1] > 0 && checked[1][0] > 0 && checked[1][1] > 0,
-            "port lists checked, [Endpoints, slices] x [without, with appProtocol]: {checked:?}"
-        );
+        assert_eq!(recordings.len(), 4, "v1.36 and three older versions");
+        // (endpoints, slices) x (without, with appProtocol), per hash
+        let mut checked = std::collections::BTreeMap::<&str, [[usize; 2]; 2]>::new();
+        for (dir, version) in recordings {
+            let hash = VersionRules::of(version).order_hash;
+            let tally = checked
+                .entry(if hash == OrderHash::Md5 { "md5" } else { "fnv" })
+                .or_default();
+            for case in std::fs::read_dir(&dir).expect("the conformance corpus") {
+                let path = case.unwrap().path().join("upstream.json");
+                let Ok(text) = std::fs::read_to_string(&path) else {
+                    continue;
+                };
+                let recorded: serde_json::Value = serde_json::from_str(&text).unwrap();
+                let list = |key: &str| recorded[key].as_array().cloned().unwrap_or_default();
+                for value in list("endpoints") {
+                    let endpoints: Endpoints = serde_json::from_value(value).unwrap();
+                    for ports in endpoints
+                        .subsets
+                        .iter()
+                        .flatten()
+                        .filter_map(|s| s.ports.as_ref())
+                    {
+                        if ports.len() > 1 {
+                            let what = format!(
+                                "{}: Endpoints {:?}",
+                                path.display(),
+                                endpoints.metadata.name
+                            );
+                            check(ports, crate::endpoints::repack::sort_ports, hash, &what);
+                            tally[0]
+                                [usize::from(ports.iter().any(|p| p.app_protocol.is_some()))] += 1;
+                        }
+                    }
+                }
+                for value in list("endpointslices") {
+                    let slice: EndpointSlice = serde_json::from_value(value).unwrap();
+                    let Some(ports) = slice.ports.as_ref().filter(|p| p.len() > 1) else {
+                        continue;
+                    };
+                    let what = format!(
+                        "{}: EndpointSlice {:?}",
+                        path.display(),
+                        slice.metadata.name
+                    );
+                    check(ports, crate::slice::port_groups::sort_ports, hash, &what);
+                    tally[1][usize::from(ports.iter().any(|p| p.app_protocol.is_some()))] += 1;
+                }
+            }
+        }
+        // Each hash's recordings hold multi-port slices with and without appProtocol, and a
+        // multi-port Endpoints subset with appProtocol (public-appprotocol-ports); none without.
+        for (hash, tally) in &checked {
+            assert!(
+                tally[0][1] > 0 && tally[1][0] > 0 && tally[1][1] > 0,
+                "{hash}: port lists checked, [Endpoints, slices] x [without, with appProtocol]: {tally:?}"
+            );
+        }
+        assert_eq!(checked.len(), 2, "both hashes checked");
     }
 
     #[test]

@@ -62,6 +62,7 @@ impl Cluster {
         existing: &[Arc<EndpointSlice>],
     ) -> SlicePlan {
         let input = SliceInput {
+            rules: reconcile::VersionRules::default(),
             service,
             pods,
             existing,

@@ -48,6 +48,7 @@ fn pods(n: usize, not_ready: impl Fn(usize) -> bool) -> Vec<PodInfo> {
 
 fn plan(service: &ServiceInfo, pods: &[&PodInfo], current: Option<&Endpoints>) -> EndpointsPlan {
     plan_endpoints(&EndpointsInput {
+        rules: reconcile::VersionRules::default(),
         service,
         pods,
         current,

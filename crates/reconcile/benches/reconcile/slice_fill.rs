@@ -38,7 +38,11 @@ fn desired(service: &ServiceInfo, pods: impl Iterator<Item = usize>) -> DesiredE
 
 pub fn bench_fill(c: &mut Criterion) {
     let service = web_service();
-    let ports = endpoint_ports(&service, &pod_on_node(0, true));
+    let ports = endpoint_ports(
+        &service,
+        &pod_on_node(0, true),
+        reconcile::kube_version::OrderHash::Fnv128a,
+    );
 
     let all = desired(&service, 0..ENDPOINTS);
     let first = fill_port_group(&service, &[], all.clone(), &ports, AddressType::IPv4, MAX);

@@ -50,6 +50,7 @@ pub fn bench_stored_objects(c: &mut Criterion) {
     assert_eq!(slices.len(), 1);
     let slice = (*slices[0]).clone();
     let EndpointsAction::Create(endpoints) = plan_endpoints(&EndpointsInput {
+        rules: reconcile::VersionRules::default(),
         service: &service,
         pods: &pod_refs,
         current: None,

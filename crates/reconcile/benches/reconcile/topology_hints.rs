@@ -66,7 +66,11 @@ pub fn bench_add_hints(c: &mut Criterion) {
         let any_pod = pod("p").build();
         let mut slice = new_slice(
             &service,
-            &endpoint_ports(&service, &any_pod),
+            &endpoint_ports(
+                &service,
+                &any_pod,
+                reconcile::kube_version::OrderHash::Fnv128a,
+            ),
             AddressType::IPv4,
         );
         for i in s * PER_SLICE..(s + 1) * PER_SLICE {

@@ -65,6 +65,124 @@ fn elements(list: &[String]) -> String {
     format!("[{}]{more}", shown.join(", "))
 }
 
+impl Difference {
+    /// What the difference is, in a few words, before the objects: `2 endpoints only in
+    /// the plan`, `endpoint 10.0.0.1: conditions.ready true in the plan, false in the
+    /// cluster`, `Endpoints labels differ`.
+    pub fn summary(&self) -> String {
+        let Sides { ours, theirs } = self.sides;
+        match &self.gap {
+            Gap::OnlyOurs(_) => format!("{} only in the {ours}", self.what),
+            Gap::OnlyTheirs(_) => format!("{} only in the {theirs}", self.what),
+            Gap::Values { .. } => format!("{} differ", self.what),
+            Gap::Elements { ours: a, theirs: b } => elements_summary(&self.what, a, b, self.sides),
+        }
+    }
+}
+
+/// A list's difference in words: elements that are the same endpoint (by addresses, or IP)
+/// on both sides are paired and their differing fields named; the rest are counted.
+fn elements_summary(what: &str, ours: &[String], theirs: &[String], sides: Sides) -> String {
+    use serde_json::Value;
+    let identity = |text: &String| -> (Option<String>, Value) {
+        let value: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        let id = value
+            .get("addresses")
+            .or_else(|| value.get("ip"))
+            .map(|v| match v {
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(","),
+                other => other.as_str().unwrap_or_default().to_owned(),
+            })
+            .filter(|id| !id.is_empty());
+        (id, value)
+    };
+    let ours: Vec<(Option<String>, Value)> = ours.iter().map(identity).collect();
+    let mut theirs: Vec<(Option<String>, Value)> = theirs.iter().map(identity).collect();
+    let mut parts = Vec::new();
+    let mut only_ours = 0;
+    for (id, value) in &ours {
+        let paired = id
+            .as_ref()
+            .and_then(|id| theirs.iter().position(|(t, _)| t.as_ref() == Some(id)));
+        match (id, paired) {
+            (Some(id), Some(i)) => {
+                let (_, other) = theirs.remove(i);
+                let mut fields = Vec::new();
+                changed_fields("", value, &other, &mut fields);
+                let shown: Vec<String> = fields
+                    .iter()
+                    .take(3)
+                    .map(|(field, a, b)| {
+                        format!(
+                            "{field} {a} in the {}, {b} in the {}",
+                            sides.ours, sides.theirs
+                        )
+                    })
+                    .collect();
+                parts.push(format!("{id}: {}", shown.join(", ")));
+            }
+            _ => only_ours += 1,
+        }
+    }
+    let noun = if what.contains("ndpoints") && what.contains("Slices") {
+        "endpoints"
+    } else {
+        "elements"
+    };
+    if only_ours > 0 {
+        parts.insert(0, format!("{only_ours} {noun} only in the {}", sides.ours));
+    }
+    if !theirs.is_empty() {
+        parts.insert(
+            0,
+            format!("{} {noun} only in the {}", theirs.len(), sides.theirs),
+        );
+    }
+    format!("{what}: {}", parts.join("; "))
+}
+
+/// The leaf fields (`conditions.ready`) whose values differ between two JSON objects, with
+/// both values (`-` where absent).
+fn changed_fields(
+    prefix: &str,
+    a: &serde_json::Value,
+    b: &serde_json::Value,
+    out: &mut Vec<(String, String, String)>,
+) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            for key in keys {
+                let field = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                let null = Value::Null;
+                changed_fields(
+                    &field,
+                    x.get(key).unwrap_or(&null),
+                    y.get(key).unwrap_or(&null),
+                    out,
+                );
+            }
+        }
+        _ if a != b => {
+            let show = |v: &Value| match v {
+                Value::Null => "-".to_owned(),
+                other => other.to_string(),
+            };
+            out.push((prefix.to_owned(), show(a), show(b)));
+        }
+        _ => {}
+    }
+}
+
 impl fmt::Display for Difference {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Sides { ours, theirs } = self.sides;

@@ -4,6 +4,7 @@ use crate::endpoints::repack::{repack, repack_subsets};
 use crate::endpoints::subsets::addresses_on_ports;
 use crate::endpoints::truncate::truncate;
 use crate::endpoints::{MAX_ADDRESSES, OVER_CAPACITY};
+use crate::kube_version::VersionRules;
 use crate::labels::{endpoints_labels, ENDPOINTS_MANAGED_BY, HEADLESS};
 use crate::projection::{PodInfo, ServiceInfo};
 use crate::trigger_time::{self, ANNOTATION};
@@ -22,6 +23,8 @@ pub struct EndpointsInput<'a> {
     pub current: Option<&'a Endpoints>,
     /// The trigger time for this sync (`None` removes the annotation).
     pub trigger_time: Option<Timestamp>,
+    /// The rules of the Kubernetes version followed.
+    pub rules: VersionRules,
 }
 
 /// What to write.
@@ -52,7 +55,8 @@ pub fn plan_endpoints(input: &EndpointsInput<'_>) -> EndpointsPlan {
     let items = addresses_on_ports(service, input.pods);
     let ready = items.iter().filter(|i| i.ready).count();
     let not_ready = items.len() - ready;
-    let mut subsets = repack(items);
+    let rules = &input.rules;
+    let mut subsets = repack(items, rules.order_hash);
     let labels = endpoints_labels(service);
 
     if let Some(current) = input.current {
@@ -61,7 +65,7 @@ pub fn plan_endpoints(input: &EndpointsInput<'_>) -> EndpointsPlan {
         // the rest with the Service's labels, so an object that only lacks them is left alone.
         let same_labels = own_labels_removed(current.metadata.labels.as_ref()) == service.labels;
         if same_labels
-            && same_subsets(current_subsets, &subsets)
+            && same_subsets(current_subsets, &subsets, rules)
             && capacity_annotation_consistent(
                 current.metadata.annotations.as_ref(),
                 current_subsets,
@@ -125,12 +129,19 @@ fn own_labels_removed(labels: Option<&BTreeMap<String, String>>) -> BTreeMap<Str
     labels
 }
 
-/// Whether the current subsets already say what the planned ones say. When they differ as
-/// written, they are compared once more in the canonical layout: an object written by an
-/// older kube-controller-manager, which ordered ports by another hash, is then left alone
-/// rather than rewritten for its order alone (upstream compares twice in the same way).
-fn same_subsets(current: &[EndpointSubset], planned: &[EndpointSubset]) -> bool {
-    subsets_equal(current, planned) || subsets_equal(&repack_subsets(current), planned)
+/// Whether the current subsets already say what the planned ones say. From v1.35, when they
+/// differ as written, they are compared once more in the canonical layout: an object written
+/// by a kube-controller-manager that ordered ports by another hash is then left alone rather
+/// than rewritten for its order alone (upstream compares twice in the same way). Up to v1.34
+/// the port order counts, so such an object is rewritten into that version's order.
+fn same_subsets(
+    current: &[EndpointSubset],
+    planned: &[EndpointSubset],
+    rules: &VersionRules,
+) -> bool {
+    subsets_equal(current, planned)
+        || (rules.endpoints_skip_repacked
+            && subsets_equal(&repack_subsets(current, rules.order_hash), planned))
 }
 
 /// Subsets compared as multisets, ignoring targetRef resourceVersions and nil-versus-empty

@@ -10,7 +10,8 @@
 //! for its order alone.
 
 use crate::endpoints::subsets::{AddressOnPort, PortSpec};
-use crate::upstream_order::{endpoints_port_dump, fnv128a};
+use crate::kube_version::OrderHash;
+use crate::upstream_order::endpoints_port_dump;
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset};
 use std::collections::BTreeMap;
 
@@ -26,8 +27,8 @@ fn address_key(a: &EndpointAddress) -> AddressKey {
     )
 }
 
-/// Builds the canonical subsets.
-pub fn repack(items: Vec<AddressOnPort>) -> Vec<EndpointSubset> {
+/// Builds the canonical subsets, their ports sorted by `hash`.
+pub fn repack(items: Vec<AddressOnPort>, hash: OrderHash) -> Vec<EndpointSubset> {
     let mut addresses: BTreeMap<AddressKey, EndpointAddress> = BTreeMap::new();
     // Port (None = no port) -> address -> ready.
     let mut by_port: BTreeMap<Option<PortSpec>, BTreeMap<AddressKey, bool>> = BTreeMap::new();
@@ -77,7 +78,7 @@ pub fn repack(items: Vec<AddressOnPort>) -> Vec<EndpointSubset> {
                     app_protocol: p.app_protocol,
                 })
                 .collect();
-            sort_ports(&mut ports);
+            sort_ports(&mut ports, hash);
             EndpointSubset {
                 addresses: (!ready.is_empty()).then_some(ready),
                 not_ready_addresses: (!not_ready.is_empty()).then_some(not_ready),
@@ -92,8 +93,8 @@ pub fn repack(items: Vec<AddressOnPort>) -> Vec<EndpointSubset> {
 }
 
 /// Repacks existing subsets into the canonical layout (the input is not modified).
-pub fn repack_subsets(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
-    repack(addresses_on_ports(subsets))
+pub fn repack_subsets(subsets: &[EndpointSubset], hash: OrderHash) -> Vec<EndpointSubset> {
+    repack(addresses_on_ports(subsets), hash)
 }
 
 /// Flattens subsets into the repacker's input: every address on every port of its subset (or
@@ -147,11 +148,10 @@ pub fn sort_addresses(addresses: &mut [EndpointAddress]) {
     addresses.sort_by_cached_key(address_key);
 }
 
-/// Sorts subset ports by the FNV-128a hash of their debug dump, as upstream does since v1.35
-/// (it used MD5 before).
-pub fn sort_ports(ports: &mut [EndpointPort]) {
+/// Sorts subset ports by `hash` of their debug dump, as upstream does.
+pub fn sort_ports(ports: &mut [EndpointPort], hash: OrderHash) {
     ports.sort_by_cached_key(|p| {
-        fnv128a(
+        hash.digest(
             endpoints_port_dump(
                 p.name.as_deref().unwrap_or(""),
                 p.port,

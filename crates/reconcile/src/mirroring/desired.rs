@@ -10,9 +10,10 @@
 
 use crate::address_family::AddressType;
 use crate::endpoints::repack::{addresses_with_readiness, repack_subsets};
+use crate::kube_version::OrderHash;
 use crate::mirroring::address::{address_to_endpoint, slice_ports};
 use crate::slice::endpoint::EndpointKey;
-use crate::slice::port_groups::PortGroupKey;
+use crate::slice::port_groups::{sort_ports, PortGroupKey};
 use k8s_openapi::api::core::v1::EndpointSubset;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use std::collections::HashMap;
@@ -104,7 +105,7 @@ pub struct DesiredGroup {
     pub key: GroupKey,
     /// The address type of its slices.
     pub address_type: AddressType,
-    /// Its slices' ports, in the repacked subset's order.
+    /// Its slices' ports, in the slice port hash order of the followed version.
     pub ports: Vec<EndpointPort>,
     /// Its endpoints (possibly none: every subset yields an IPv4 and an IPv6 group, and an
     /// empty group still removes the slices it has).
@@ -122,12 +123,20 @@ pub struct DesiredState {
     pub skipped: usize,
 }
 
-/// Builds the desired state from an Endpoints object's subsets (which are not modified).
-pub fn desired_state(subsets: &[EndpointSubset], max_per_subset: usize) -> DesiredState {
+/// Builds the desired state from an Endpoints object's subsets (which are not modified),
+/// repacked and with each group's ports sorted by `hash`, as upstream does.
+pub fn desired_state(
+    subsets: &[EndpointSubset],
+    max_per_subset: usize,
+    hash: OrderHash,
+) -> DesiredState {
     let mut state = DesiredState::default();
     let mut positions: HashMap<GroupKey, usize> = HashMap::new();
-    for subset in repack_subsets(subsets) {
-        let ports = slice_ports(subset.ports.as_deref().unwrap_or_default());
+    for subset in repack_subsets(subsets, hash) {
+        // Upstream keys the group by the port list with `NewPortMapKey`, which sorts the list
+        // in place by the slice port hash, and writes the list in the order it leaves.
+        let mut ports = slice_ports(subset.ports.as_deref().unwrap_or_default());
+        sort_ports(&mut ports, hash);
         let mut group_of = |address_type: AddressType, state: &mut DesiredState| -> usize {
             let key = GroupKey::new(address_type, &ports);
             *positions.entry(key.clone()).or_insert_with(|| {

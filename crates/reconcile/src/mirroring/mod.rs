@@ -22,6 +22,7 @@ pub mod selection;
 pub mod triggers;
 
 use crate::event::PlannedEvent;
+use crate::kube_version::VersionRules;
 use crate::labels::{MIRRORING_CONTROLLER_NAME, SERVICE_NAME};
 use crate::mirroring::desired::GroupKey;
 use crate::projection::ServiceInfo;
@@ -57,6 +58,8 @@ pub struct MirroringInput<'a> {
     pub existing: &'a [Arc<EndpointSlice>],
     /// `--mirroring-max-endpoints-per-subset`.
     pub max_endpoints_per_subset: usize,
+    /// The rules of the Kubernetes version followed.
+    pub rules: VersionRules,
 }
 
 /// Why this sync writes what it writes.

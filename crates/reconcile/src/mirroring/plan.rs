@@ -41,7 +41,11 @@ pub fn plan_mirroring(input: &MirroringInput<'_>) -> MirroringPlan {
         }
     };
     let max = input.max_endpoints_per_subset;
-    let desired = desired_state(endpoints.subsets.as_deref().unwrap_or_default(), max);
+    let desired = desired_state(
+        endpoints.subsets.as_deref().unwrap_or_default(),
+        max,
+        input.rules.order_hash,
+    );
 
     let mut events = Vec::new();
     if desired.invalid > 0 {

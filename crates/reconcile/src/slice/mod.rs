@@ -18,6 +18,7 @@ pub mod tracker;
 
 use crate::address_family::AddressType;
 use crate::event::PlannedEvent;
+use crate::kube_version::VersionRules;
 use crate::labels::{SERVICE_NAME, SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY};
 use crate::projection::{NodeInfo, PodInfo, ServiceInfo};
 use crate::Timestamp;
@@ -64,6 +65,8 @@ pub struct SliceInput<'a> {
     pub trigger_time: Option<Timestamp>,
     /// `--max-endpoints-per-slice`.
     pub max_endpoints_per_slice: usize,
+    /// The rules of the Kubernetes version followed.
+    pub rules: VersionRules,
 }
 
 /// The writes for one address type, in the order they are sent: creates, updates, deletes.

@@ -7,7 +7,7 @@ use crate::slice::endpoint::{endpoint_zone, pod_to_endpoint, EndpointKey};
 use crate::slice::fill::{fill_port_group, DesiredEndpoints};
 use crate::slice::finalize::{recycle_deletes, set_trigger_time};
 use crate::slice::placeholder::{is_placeholder, placeholder};
-use crate::slice::port_groups::{endpoint_ports, PortGroupKey};
+use crate::slice::port_groups::{endpoint_ports, sort_ports, PortGroupKey};
 use crate::slice::{
     is_owned_by, MissingNode, PortGroupFigures, SliceBatch, SliceFigures, SliceInput, SlicePlan,
     SliceSets,
@@ -29,7 +29,7 @@ pub fn plan_slices(input: &SliceInput<'_>, topology: &mut TopologyCache) -> Slic
     let traffic_distribution = service
         .traffic_distribution
         .as_deref()
-        .filter(|v| traffic_distribution::is_valid(Some(v)) && !hints_on);
+        .filter(|v| traffic_distribution::acts_on(Some(v), &input.rules) && !hints_on);
 
     // Slices of an address type the Service no longer uses are deleted after everything else.
     let mut by_type: BTreeMap<AddressType, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
@@ -149,7 +149,7 @@ impl AddressTypeSync<'_, '_> {
             if !is_endpoint_candidate(pod, true) {
                 continue;
             }
-            let ports = endpoint_ports(service, pod);
+            let ports = endpoint_ports(service, pod, input.rules.order_hash);
             let group = groups
                 .entry(PortGroupKey::of(Some(&ports)))
                 .or_insert_with(|| (ports, DesiredEndpoints::new()));
@@ -265,7 +265,9 @@ impl AddressTypeSync<'_, '_> {
     }
 
     /// Upstream's finalize: creates recycle slices about to be deleted, a Service being
-    /// deleted gets no creates, and every written slice carries the trigger time.
+    /// deleted gets no creates, and every written slice carries the trigger time. An updated
+    /// slice carries its ports in the followed version's order: upstream sorts the cached
+    /// slice's ports in place when it keys it by its port list, and updates a copy of it.
     fn finalize(&self, sets: SliceSets, mut delete: Vec<Arc<EndpointSlice>>) -> SliceBatch {
         let service = self.input.service;
         let SliceSets {
@@ -280,6 +282,9 @@ impl AddressTypeSync<'_, '_> {
         }
         for slice in create.iter_mut().chain(update.iter_mut()) {
             set_trigger_time(slice, self.input.trigger_time);
+        }
+        for ports in update.iter_mut().filter_map(|s| s.ports.as_mut()) {
+            sort_ports(ports, self.input.rules.order_hash);
         }
         SliceBatch {
             address_type: Some(self.address_type),

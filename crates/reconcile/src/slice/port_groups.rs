@@ -1,13 +1,14 @@
 //! The port list of a pod's endpoints, and the key that groups endpoints by it.
 
 use crate::find_port::find_port;
+use crate::kube_version::OrderHash;
 use crate::projection::{PodInfo, ServiceInfo};
-use crate::upstream_order::{fnv128a, slice_port_dump};
+use crate::upstream_order::slice_port_dump;
 use k8s_openapi::api::discovery::v1::EndpointPort;
 
-/// The ports a pod serves for a Service: one per service port FindPort resolves, sorted in
-/// upstream's order. A headless Service without ports has none.
-pub fn endpoint_ports(service: &ServiceInfo, pod: &PodInfo) -> Vec<EndpointPort> {
+/// The ports a pod serves for a Service: one per service port FindPort resolves, sorted by
+/// `hash` as upstream sorts them. A headless Service without ports has none.
+pub fn endpoint_ports(service: &ServiceInfo, pod: &PodInfo, hash: OrderHash) -> Vec<EndpointPort> {
     let mut ports: Vec<EndpointPort> = service
         .ports
         .iter()
@@ -20,15 +21,15 @@ pub fn endpoint_ports(service: &ServiceInfo, pod: &PodInfo) -> Vec<EndpointPort>
             })
         })
         .collect();
-    sort_ports(&mut ports);
+    sort_ports(&mut ports, hash);
     ports
 }
 
-/// Sorts ports by the hash upstream orders them by, so equal lists compare equal and are
-/// written in the same order.
-pub fn sort_ports(ports: &mut [EndpointPort]) {
+/// Sorts ports by `hash` of their debug dump, as upstream's `NewPortMapKey` sorts the list it
+/// is given (in place: the order it leaves is the order upstream writes).
+pub fn sort_ports(ports: &mut [EndpointPort], hash: OrderHash) {
     ports.sort_by_cached_key(|p| {
-        fnv128a(
+        hash.digest(
             slice_port_dump(
                 p.name.as_deref(),
                 p.protocol.as_deref(),
@@ -43,15 +44,17 @@ pub fn sort_ports(ports: &mut [EndpointPort]) {
 /// One port of a group key: name, protocol, number, appProtocol.
 type PortTuple = (Option<String>, Option<String>, Option<i32>, Option<String>);
 
-/// Groups endpoints that share a port list; missing and empty lists are the same group.
+/// Groups endpoints that share a port list; missing and empty lists are the same group. The
+/// key holds the ports in one canonical order whatever version is followed, so the same list
+/// in any order is the same key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PortGroupKey(Vec<PortTuple>);
 
 impl PortGroupKey {
-    /// The key of a port list (sorted into upstream order first, in a copy).
+    /// The key of a port list (sorted into the canonical order first, in a copy).
     pub fn of(ports: Option<&[EndpointPort]>) -> Self {
         let mut ports = ports.map(<[EndpointPort]>::to_vec).unwrap_or_default();
-        sort_ports(&mut ports);
+        sort_ports(&mut ports, OrderHash::Fnv128a);
         Self(
             ports
                 .into_iter()
@@ -90,8 +93,8 @@ mod tests {
             .build();
         let a = pod("a").port("http", "TCP", 8080).build();
         let b = pod("b").port("http", "TCP", 8081).build();
-        let ka = PortGroupKey::of(Some(&endpoint_ports(&svc, &a)));
-        let kb = PortGroupKey::of(Some(&endpoint_ports(&svc, &b)));
+        let ka = PortGroupKey::of(Some(&endpoint_ports(&svc, &a, OrderHash::Fnv128a)));
+        let kb = PortGroupKey::of(Some(&endpoint_ports(&svc, &b, OrderHash::Fnv128a)));
         assert_ne!(ka, kb);
     }
 
@@ -102,7 +105,7 @@ mod tests {
             .port(service_port("metrics", 9090).named("metrics"))
             .build();
         let p = pod("a").port("http", "TCP", 8080).build();
-        let ports = endpoint_ports(&svc, &p);
+        let ports = endpoint_ports(&svc, &p, OrderHash::Fnv128a);
         assert_eq!(ports.len(), 1);
         assert_eq!(ports[0].port, Some(8080));
     }
@@ -118,7 +121,7 @@ mod tests {
             .port(service_port("metrics", 9090).target(9100))
             .port(service_port("http", 80).target(8080))
             .build();
-        let ports = endpoint_ports(&svc, &pod("a").build());
+        let ports = endpoint_ports(&svc, &pod("a").build(), OrderHash::Fnv128a);
         let names: Vec<_> = ports.iter().map(|p| p.name.clone().unwrap()).collect();
         // Recorded from kube-controller-manager: http sorts before metrics.
         assert_eq!(names, vec!["http", "metrics"]);

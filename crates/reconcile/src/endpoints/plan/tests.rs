@@ -1,13 +1,24 @@
 use super::*;
-use crate::testing::{pod, service, service_port, ts, PodBuilder};
+use crate::kube_version::{KubeVersion, VersionRules};
+use crate::testing::{pod, service, service_port, three_port_service, ts, PodBuilder};
 
 fn plan(svc: &ServiceInfo, pods: &[PodInfo], current: Option<&Endpoints>) -> EndpointsPlan {
+    plan_following(KubeVersion::NEWEST, svc, pods, current)
+}
+
+fn plan_following(
+    version: KubeVersion,
+    svc: &ServiceInfo,
+    pods: &[PodInfo],
+    current: Option<&Endpoints>,
+) -> EndpointsPlan {
     let pods: Vec<&PodInfo> = pods.iter().collect();
     plan_endpoints(&EndpointsInput {
         service: svc,
         pods: &pods,
         current,
         trigger_time: Some(ts("2026-01-01T00:00:00Z")),
+        rules: VersionRules::of(version),
     })
 }
 
@@ -185,68 +196,81 @@ fn no_write_when_subsets_and_labels_already_match() {
     );
 }
 
-/// The port order an older kube-controller-manager (before v1.35) wrote: by the MD5 of each
-/// port's debug dump.
-fn sort_ports_by_md5(ports: &mut [k8s_openapi::api::core::v1::EndpointPort]) {
-    use crate::upstream_order::endpoints_port_dump;
-    use md5::{Digest, Md5};
-    ports.sort_by_cached_key(|p| {
-        let dump = endpoints_port_dump(
-            p.name.as_deref().unwrap_or(""),
-            p.port,
-            p.protocol.as_deref().unwrap_or(""),
-            p.app_protocol.as_deref(),
-        );
-        <[u8; 16]>::from(Md5::digest(dump.as_bytes()))
-    });
-}
-
-#[test]
-fn an_object_in_the_old_md5_port_order_is_not_rewritten_for_its_order_alone() {
-    // The ports of the corpus case public-appprotocol-ports, whose MD5 order (web, admin,
-    // stream) differs from their FNV-128a order (admin, web, stream).
-    let svc = service("web")
-        .port(service_port("web", 443).target(8443).app_protocol("https"))
-        .port(service_port("admin", 9000))
-        .port(
-            service_port("stream", 5000)
-                .protocol("UDP")
-                .app_protocol("kubernetes.io/ws"),
-        )
-        .build();
-    let pods = vec![pod("a").ip("10.0.0.1").ready(true).build()];
-    let mut existing = object(&plan(&svc, &pods, None));
-    existing.metadata.resource_version = Some("7".into());
-    let ports = existing.subsets.as_mut().unwrap()[0]
-        .ports
-        .as_mut()
-        .unwrap();
-    let fnv_order: Vec<_> = ports.iter().map(|p| p.name.clone()).collect();
-    sort_ports_by_md5(ports);
-    let md5_order: Vec<_> = ports.iter().map(|p| p.name.clone()).collect();
-    assert_ne!(
-        fnv_order, md5_order,
-        "the two hashes must order these ports apart"
-    );
-
-    assert_eq!(
-        plan(&svc, &pods, Some(&existing)).action,
-        EndpointsAction::Unchanged
-    );
-
-    // Any real change is still written, and then in the current order.
-    let more = vec![
-        pod("a").ip("10.0.0.1").ready(true).build(),
-        pod("b").ip("10.0.0.2").ready(true).build(),
-    ];
-    let written = object(&plan(&svc, &more, Some(&existing)));
-    let written_order: Vec<_> = written.subsets.unwrap()[0]
+fn port_order(e: &Endpoints) -> Vec<String> {
+    e.subsets.as_ref().unwrap()[0]
         .ports
         .iter()
         .flatten()
-        .map(|p| p.name.clone())
-        .collect();
-    assert_eq!(written_order, fnv_order);
+        .map(|p| p.name.clone().unwrap_or_default())
+        .collect()
+}
+
+/// What `version`'s controller writes for `pods` from scratch, as the API server stores it.
+fn written_by(version: KubeVersion, svc: &ServiceInfo, pods: &[PodInfo]) -> Endpoints {
+    let mut e = object(&plan_following(version, svc, pods, None));
+    e.metadata.resource_version = Some("7".into());
+    e
+}
+
+#[test]
+fn each_version_writes_endpoints_ports_in_its_hash_order() {
+    let svc = three_port_service();
+    let pods = vec![pod("a").ip("10.0.0.1").ready(true).build()];
+    for (version, order) in [
+        (33, ["web", "admin", "stream"]),
+        (34, ["web", "admin", "stream"]),
+        (35, ["admin", "web", "stream"]),
+        (36, ["admin", "web", "stream"]),
+    ] {
+        let e = written_by(KubeVersion::new(1, version), &svc, &pods);
+        assert_eq!(port_order(&e), order, "v1.{version}");
+    }
+}
+
+#[test]
+fn up_to_v1_34_an_object_in_fnv_order_is_rewritten_into_md5_order() {
+    let svc = three_port_service();
+    let pods = vec![pod("a").ip("10.0.0.1").ready(true).build()];
+    let fnv = written_by(KubeVersion::new(1, 36), &svc, &pods);
+    for version in [33, 34] {
+        let version = KubeVersion::new(1, version);
+        match plan_following(version, &svc, &pods, Some(&fnv)).action {
+            EndpointsAction::Update(e) => {
+                assert_eq!(port_order(&e), ["web", "admin", "stream"], "{version}");
+                assert_eq!(e.metadata.resource_version.as_deref(), Some("7"));
+            }
+            other => panic!("{version}: expected an update, got {other:?}"),
+        }
+        // Its own order is left alone.
+        let md5 = written_by(version, &svc, &pods);
+        assert_eq!(
+            plan_following(version, &svc, &pods, Some(&md5)).action,
+            EndpointsAction::Unchanged,
+            "{version}"
+        );
+    }
+}
+
+#[test]
+fn from_v1_35_an_object_in_md5_order_is_left_alone_until_something_changes() {
+    let svc = three_port_service();
+    let pods = vec![pod("a").ip("10.0.0.1").ready(true).build()];
+    let md5 = written_by(KubeVersion::new(1, 34), &svc, &pods);
+    for version in [35, 36] {
+        let version = KubeVersion::new(1, version);
+        assert_eq!(
+            plan_following(version, &svc, &pods, Some(&md5)).action,
+            EndpointsAction::Unchanged,
+            "{version}"
+        );
+        // Any real change is still written, and then in the version's order.
+        let more = vec![
+            pod("a").ip("10.0.0.1").ready(true).build(),
+            pod("b").ip("10.0.0.2").ready(true).build(),
+        ];
+        let e = object(&plan_following(version, &svc, &more, Some(&md5)));
+        assert_eq!(port_order(&e), ["admin", "web", "stream"], "{version}");
+    }
 }
 
 #[test]

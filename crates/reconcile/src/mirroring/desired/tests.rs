@@ -1,10 +1,11 @@
 use super::*;
+use crate::kube_version::OrderHash;
 use crate::testing::{endpoint_address, subset, SubsetBuilder};
 use k8s_openapi::api::core::v1::ObjectReference;
 
 fn state(subsets: Vec<SubsetBuilder>, max: usize) -> DesiredState {
     let subsets: Vec<EndpointSubset> = subsets.into_iter().map(SubsetBuilder::build).collect();
-    desired_state(&subsets, max)
+    desired_state(&subsets, max, OrderHash::Fnv128a)
 }
 
 fn ips(group: &DesiredGroup) -> Vec<String> {

@@ -1,6 +1,7 @@
 use super::*;
 use crate::endpoints::LEADER_ANNOTATION;
 use crate::event::EventType;
+use crate::kube_version::{KubeVersion, VersionRules};
 use crate::labels::{LAST_APPLIED_CONFIG, SKIP_MIRROR};
 use crate::mirroring::CleanupReason;
 use crate::projection::ServiceInfo;
@@ -24,6 +25,7 @@ fn plan_with(
         endpoints: ep,
         existing,
         max_endpoints_per_subset: max,
+        rules: VersionRules::default(),
     })
 }
 
@@ -548,4 +550,50 @@ fn hand_edited_endpoint_fields_are_put_back() {
         assert_eq!(p.update.len(), 1, "{behaviour}");
         assert_eq!(p.update[0].endpoints, original.endpoints, "{behaviour}");
     }
+}
+
+/// Two hand-written subsets, one of them on an h2c port: the mirrored slices carry their ports
+/// in the slice port hash order of the version followed (upstream's `NewPortMapKey` sorts the
+/// list in place and the slice is written with it), not in the repacked subset's order.
+#[test]
+fn mirrored_ports_follow_the_slice_port_hash_of_each_version() {
+    let ep = endpoints("ext")
+        .subset(
+            subset()
+                .ready("10.0.0.1")
+                .port("admin", 9000)
+                .port("grpc", 9090)
+                .app_protocol("kubernetes.io/h2c"),
+        )
+        .subset(subset().ready("10.0.0.2").port("metrics", 9100))
+        .build();
+    let svc = selectorless();
+    let mut orders = Vec::new();
+    for version in KubeVersion::supported() {
+        let p = plan_mirroring(&MirroringInput {
+            service: Some(&svc),
+            endpoints: Some(&ep),
+            existing: &[],
+            max_endpoints_per_subset: 1000,
+            rules: VersionRules::of(version),
+        });
+        let mut two_ports: Vec<Vec<String>> = p
+            .create
+            .iter()
+            .filter_map(|s| s.ports.as_ref().filter(|p| p.len() == 2))
+            .map(|ports| ports.iter().map(|p| p.name.clone().unwrap()).collect())
+            .collect();
+        assert_eq!(two_ports.len(), 1, "{version}: one two-port slice");
+        orders.push((version.minor, two_ports.remove(0)));
+    }
+    let order = |names: [&str; 2]| names.map(str::to_owned).to_vec();
+    assert_eq!(
+        orders,
+        [
+            (33, order(["admin", "grpc"])),
+            (34, order(["admin", "grpc"])),
+            (35, order(["grpc", "admin"])),
+            (36, order(["grpc", "admin"])),
+        ]
+    );
 }

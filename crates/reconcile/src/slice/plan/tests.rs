@@ -1,10 +1,12 @@
 use super::*;
+use crate::kube_version::{KubeVersion, VersionRules, PREFER_SAME_TRAFFIC_DISTRIBUTION};
 use crate::projection::{NodeInfo, PodInfo, ServiceInfo};
-use crate::testing::{node, pod, service, service_port, ts, ServiceBuilder};
+use crate::testing::{node, pod, service, service_port, three_port_service, ts, ServiceBuilder};
 
 struct World {
     nodes: BTreeMap<String, NodeInfo>,
     topology: TopologyCache,
+    rules: VersionRules,
 }
 
 impl World {
@@ -19,7 +21,19 @@ impl World {
         .collect();
         let mut topology = TopologyCache::default();
         topology.set_nodes(nodes.values());
-        Self { nodes, topology }
+        Self {
+            nodes,
+            topology,
+            rules: VersionRules::default(),
+        }
+    }
+
+    /// The same world, following `version`'s rules.
+    fn following(version: KubeVersion) -> Self {
+        Self {
+            rules: VersionRules::of(version),
+            ..Self::new()
+        }
     }
 
     fn plan(
@@ -36,6 +50,7 @@ impl World {
             nodes: &self.nodes,
             trigger_time: Some(ts("2026-01-01T00:00:00Z")),
             max_endpoints_per_slice: 100,
+            rules: self.rules,
         };
         plan_slices(&input, &mut self.topology)
     }
@@ -272,6 +287,95 @@ fn traffic_distribution_prefer_same_node_sets_node_and_zone_hints() {
         .unwrap();
     assert_eq!(hints.for_zones.unwrap()[0].name, "za");
     assert_eq!(hints.for_nodes.unwrap()[0].name, "node-a");
+}
+
+#[test]
+fn prefer_same_values_count_as_unset_where_their_gate_is_off() {
+    let p = vec![pod("a").ip("10.0.0.1").node("node-a").ready(true).build()];
+    for value in ["PreferSameZone", "PreferSameNode"] {
+        let svc = service("s").traffic_distribution(value).build();
+        // v1.33: the gate is off by default, so no hints and an empty metric label.
+        let plan = World::following(KubeVersion::new(1, 33)).plan(&svc, &p, &[]);
+        assert_eq!(
+            plan.batches[0].create[0].endpoints[0].hints, None,
+            "{value}"
+        );
+        assert_eq!(plan.traffic_distribution_label, "", "{value}");
+        // v1.34 turns it on; on v1.33 --feature-gates does.
+        let mut gated = World::following(KubeVersion::new(1, 33));
+        gated.rules = gated
+            .rules
+            .with_feature_gates([(PREFER_SAME_TRAFFIC_DISTRIBUTION, true)])
+            .unwrap();
+        for mut world in [World::following(KubeVersion::new(1, 34)), gated] {
+            let plan = world.plan(&svc, &p, &[]);
+            assert!(
+                plan.batches[0].create[0].endpoints[0].hints.is_some(),
+                "{value}"
+            );
+            assert_eq!(plan.traffic_distribution_label, value);
+        }
+    }
+    // PreferClose is acted on in every version.
+    let svc = service("s").traffic_distribution("PreferClose").build();
+    let plan = World::following(KubeVersion::new(1, 33)).plan(&svc, &p, &[]);
+    assert!(plan.batches[0].create[0].endpoints[0].hints.is_some());
+    assert_eq!(plan.traffic_distribution_label, "PreferClose");
+}
+
+fn port_names(slice: &EndpointSlice) -> Vec<String> {
+    slice
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| p.name.clone().unwrap_or_default())
+        .collect()
+}
+
+#[test]
+fn slice_ports_are_written_in_each_versions_hash_order() {
+    let svc = three_port_service();
+    let p = vec![pod("a").ip("10.0.0.1").ready(true).build()];
+    for (version, order) in [
+        (33, ["stream", "admin", "web"]),
+        (34, ["stream", "admin", "web"]),
+        (35, ["admin", "stream", "web"]),
+        (36, ["admin", "stream", "web"]),
+    ] {
+        let plan = World::following(KubeVersion::new(1, version)).plan(&svc, &p, &[]);
+        assert_eq!(
+            port_names(&plan.batches[0].create[0]),
+            order,
+            "v1.{version}"
+        );
+    }
+}
+
+#[test]
+fn a_slice_in_another_versions_port_order_is_left_alone_and_reordered_when_updated() {
+    let svc = three_port_service();
+    let one = vec![pod("a").ip("10.0.0.1").ready(true).build()];
+    let two = vec![
+        pod("a").ip("10.0.0.1").ready(true).build(),
+        pod("b").ip("10.0.0.2").ready(true).build(),
+    ];
+    // Written by v1.34, in MD5 order.
+    let written = apply(
+        &[],
+        &World::following(KubeVersion::new(1, 34)).plan(&svc, &one, &[]),
+    );
+    assert_eq!(port_names(&written[0]), ["stream", "admin", "web"]);
+    // v1.36 groups it by its port list whatever the order: nothing to write.
+    let mut v136 = World::new();
+    let plan = v136.plan(&svc, &one, &written);
+    assert_eq!(writes(&plan.batches[0]), (0, 0, 0));
+    // A real change updates it, with its ports in v1.36's order.
+    let plan = v136.plan(&svc, &two, &written);
+    assert_eq!(writes(&plan.batches[0]), (0, 1, 0));
+    assert_eq!(
+        port_names(&plan.batches[0].update[0]),
+        ["admin", "stream", "web"]
+    );
 }
 
 #[test]
