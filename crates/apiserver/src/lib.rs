@@ -115,6 +115,7 @@ mod strategic_merge;
 mod tokens;
 mod transport;
 mod validation;
+pub mod version;
 
 pub use faults::{FaultResponse, Faults};
 pub use load::{LoadError, LoadReport, HOLD_FINALIZER};
@@ -124,6 +125,7 @@ pub use reviews::{NonResourceGrant, Reviews, TokenUser};
 pub use status::ApiError;
 pub use tokens::API_AUDIENCE;
 pub use transport::serve;
+pub use version::ServerVersion;
 
 use serde_json::{json, Value};
 use state::Shared;
@@ -156,10 +158,11 @@ pub struct Config {
     /// How TokenReviews and SubjectAccessReviews are answered (by default: no token is
     /// known and nothing is allowed).
     pub reviews: Reviews,
-    /// Whether watches may ask for `sendInitialEvents` (streaming lists), as with
-    /// kube-apiserver's WatchList feature gate: on by default, as in v1.34 and later; off, such
-    /// a watch gets the 422 a v1.33 server gives, so clients' fallback can be tested.
-    pub watch_list: bool,
+    /// The kube-apiserver version imitated, with its feature gates: `/version` reports it,
+    /// and it decides what is refused. Its `watch_list` says whether watches may ask for
+    /// `sendInitialEvents` (streaming lists), as kube-apiserver's WatchList gate: on from
+    /// v1.34; off, such a watch gets the 422 a v1.33 server gives. Default: v1.36.
+    pub version: ServerVersion,
     /// Test-only: when set, no ServiceAccount token issued through a TokenRequest lives longer
     /// than this, whatever `spec.expirationSeconds` asked (which must still be at least ten
     /// minutes, as kube-apiserver requires); the answer's `spec.expirationSeconds` (rounded up
@@ -179,7 +182,7 @@ impl Default for Config {
             fixed_time: None,
             record_requests: false,
             reviews: Reviews::default(),
-            watch_list: true,
+            version: ServerVersion::default(),
             token_lifetime_cap: None,
         }
     }
@@ -391,7 +394,7 @@ impl ApiServer {
     }
 
     /// Turns streaming lists (`sendInitialEvents`) on or off for watches from now on, as
-    /// [`Config::watch_list`] does at start.
+    /// [`Config::version`]'s `watch_list` does at start.
     pub fn set_watch_list(&self, enabled: bool) {
         self.shared
             .watch_list

@@ -12,6 +12,7 @@ use crate::request_log::RequestLog;
 use crate::reviews::Reviews;
 use crate::store::Store;
 use crate::tokens::Tokens;
+use crate::version::ServerVersion;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
@@ -23,6 +24,8 @@ pub(crate) struct Cluster {
     pub store: Store,
     pub stamps: Stamps,
     pub ips: ClusterIpAllocator,
+    /// The version imitated, which decides what validation refuses.
+    pub version: ServerVersion,
 }
 
 /// State shared by every request of one server.
@@ -39,6 +42,8 @@ pub(crate) struct Shared {
     pub bookmark_interval: Duration,
     /// Whether watches may ask for `sendInitialEvents`.
     pub watch_list: std::sync::atomic::AtomicBool,
+    /// The version imitated, reported through `/version`.
+    pub version: ServerVersion,
     reviews: RwLock<Arc<Reviews>>,
     /// The ServiceAccount tokens issued through TokenRequests.
     pub tokens: Tokens,
@@ -51,6 +56,7 @@ impl Shared {
                 store: Store::new(config.history_window),
                 stamps: Stamps::new(config.seed, config.fixed_time),
                 ips: ClusterIpAllocator::default(),
+                version: config.version,
             }),
             changes: watch::Sender::new(0),
             stopping: watch::Sender::new(false),
@@ -58,7 +64,8 @@ impl Shared {
             counts: Mutex::new(BTreeMap::new()),
             requests: RequestLog::new(config.record_requests),
             bookmark_interval: config.bookmark_interval,
-            watch_list: std::sync::atomic::AtomicBool::new(config.watch_list),
+            watch_list: std::sync::atomic::AtomicBool::new(config.version.watch_list),
+            version: config.version,
             reviews: RwLock::new(Arc::new(config.reviews.clone())),
             tokens: Tokens::new(config.token_lifetime_cap),
         }

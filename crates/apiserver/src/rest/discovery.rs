@@ -7,11 +7,13 @@
 use super::object_response;
 use crate::resources::{self, Resource, RESOURCES};
 use crate::reviews::Review;
+use crate::state::Shared;
 use crate::status::ApiError;
-use axum::extract::Path;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 fn verbs(subresource: bool) -> Value {
     if subresource {
@@ -166,14 +168,15 @@ pub(crate) async fn group_resources(Path((group, version)): Path<(String, String
     )
 }
 
-/// The version of the API the server imitates (the oldest the controllers support).
-pub(crate) async fn version() -> Response {
+/// The kube-apiserver version the server imitates ([`crate::Config::version`]).
+pub(crate) async fn version(State(shared): State<Arc<Shared>>) -> Response {
+    let version = shared.version;
     object_response(
         StatusCode::OK,
         &json!({
-            "major": "1",
-            "minor": "33",
-            "gitVersion": "v1.33.0-kube-endpoints",
+            "major": version.version.major.to_string(),
+            "minor": version.version.minor.to_string(),
+            "gitVersion": version.git_version(),
             "gitCommit": "",
             "gitTreeState": "clean",
             "buildDate": "1970-01-01T00:00:00Z",

@@ -44,7 +44,12 @@ pub(crate) fn create(
         (true, None) => return Err(ApiError::method_not_allowed()),
         (false, _) => "",
     };
-    let Cluster { store, stamps, ips } = cluster;
+    let Cluster {
+        store,
+        stamps,
+        ips,
+        version,
+    } = cluster;
     let mut object = prepare_create(resource, namespace, body, stamps, ips, |name| {
         store.get(resource, ns_key, name).is_some()
     })?;
@@ -52,7 +57,7 @@ pub(crate) fn create(
     if store.get(resource, ns_key, name).is_some() {
         return Err(ApiError::already_exists(resource, name));
     }
-    validation::validate(resource, &object, None)?;
+    validation::validate(resource, &object, None, version)?;
     if let Some(writer) = writer {
         writer.record(
             None,
@@ -97,7 +102,7 @@ pub(crate) fn update(
         return Err(ApiError::stale(resource, name));
     }
     let mut new = prepare_update(resource, &old, body, status_only, &mut cluster.ips)?;
-    validation::validate(resource, &new, Some(&old))?;
+    validation::validate(resource, &new, Some(&old), &cluster.version)?;
     if let Some(writer) = writer {
         let now = cluster.stamps.timestamp(0);
         writer.record(Some(&old), &mut new, &resource.api_version(), now);
@@ -455,6 +460,7 @@ mod tests {
             store: crate::store::Store::new(1000),
             stamps: crate::random::Stamps::new(1, None),
             ips: Default::default(),
+            version: Default::default(),
         };
         let ns = json!({"metadata": {"name": "ns"}});
         create(&mut c, resources::namespaces(), None, ns, None).unwrap();

@@ -12,7 +12,8 @@
 //!   subdomain otherwise) and label keys and values;
 //! - Pods: container ports, hostname, subdomain, node name, pod IPs, and that an update leaves
 //!   the spec alone except where upstream allows changes;
-//! - Services: ports, target ports, selector, type, ClusterIPs;
+//! - Services: ports, target ports, selector, type, ClusterIPs, trafficDistribution (whose
+//!   values depend on the version imitated);
 //! - Endpoints: addresses, hostnames, node names, ports;
 //! - EndpointSlices: address type, endpoint and address counts, addresses by type, hostnames,
 //!   node names, topology, hints, ports.
@@ -33,19 +34,22 @@ mod service;
 use crate::resources::Resource;
 use crate::status::ApiError;
 use crate::store::meta_str;
+use crate::version::ServerVersion;
 use serde_json::Value;
 
-/// Checks an object about to be stored; `old` is the stored object on an update.
+/// Checks an object about to be stored; `old` is the stored object on an update. `version`
+/// is the kube-apiserver version imitated, with its feature gates.
 pub(crate) fn validate(
     resource: &Resource,
     object: &Value,
     old: Option<&Value>,
+    version: &ServerVersion,
 ) -> Result<(), ApiError> {
     let mut errors = Vec::new();
     meta::validate(resource, object, &mut errors);
     match (resource.group, resource.kind) {
         ("", "Pod") => pod::validate(object, old, &mut errors),
-        ("", "Service") => service::validate(object, &mut errors),
+        ("", "Service") => service::validate(object, old, version, &mut errors),
         ("", "Endpoints") => endpoints::validate(object, &mut errors),
         ("discovery.k8s.io", "EndpointSlice") => endpoint_slice::validate(object, old, &mut errors),
         _ => {}

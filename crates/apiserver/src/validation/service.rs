@@ -6,6 +6,7 @@ use super::field::{go_string_list, invalid_each, FieldError, Path};
 use super::formats::{dns1123_subdomain, legacy_ip};
 use super::meta::validate_labels;
 use super::ports;
+use crate::version::ServerVersion;
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use serde::Deserialize;
 use serde_json::Value;
@@ -13,8 +14,14 @@ use std::collections::BTreeSet;
 
 const TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
 
-/// Checks a Service as it would be stored (after defaulting).
-pub(crate) fn validate(object: &Value, errors: &mut Vec<FieldError>) {
+/// Checks a Service as it would be stored (after defaulting); `old` is the stored one on an
+/// update.
+pub(crate) fn validate(
+    object: &Value,
+    old: Option<&Value>,
+    version: &ServerVersion,
+    errors: &mut Vec<FieldError>,
+) {
     let Ok(service) = Service::deserialize(object) else {
         return;
     };
@@ -52,6 +59,36 @@ pub(crate) fn validate(object: &Value, errors: &mut Vec<FieldError>) {
     if type_ != "ExternalName" {
         cluster_ip_fields(&spec, &path, errors);
     }
+    traffic_distribution(&spec, old, version, &path, errors);
+}
+
+/// `spec.trafficDistribution` takes the values the version's gates allow. As kube-apiserver
+/// ratchets, an update may keep a value the Service already held.
+fn traffic_distribution(
+    spec: &ServiceSpec,
+    old: Option<&Value>,
+    version: &ServerVersion,
+    path: &Path,
+    errors: &mut Vec<FieldError>,
+) {
+    let Some(value) = spec.traffic_distribution.as_deref() else {
+        return;
+    };
+    let supported = version.traffic_distributions();
+    if supported.contains(&value) {
+        return;
+    }
+    let held = old
+        .and_then(|o| o.pointer("/spec/trafficDistribution"))
+        .and_then(Value::as_str);
+    if held == Some(value) {
+        return;
+    }
+    errors.push(FieldError::not_supported(
+        &path.child("trafficDistribution"),
+        value,
+        supported,
+    ));
 }
 
 fn external_name(spec: &ServiceSpec, path: &Path, errors: &mut Vec<FieldError>) {
