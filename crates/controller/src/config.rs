@@ -47,6 +47,13 @@ pub struct Settings {
     pub leader_election: LeaderElectionSettings,
     /// Where /metrics, /healthz and /readyz are served.
     pub serving: ServingSettings,
+    /// `--emulated-version`: the Kubernetes version whose controllers are followed. `None`
+    /// follows the API server's (its `/version`), as a kube-controller-manager of the same
+    /// version as its API server writes.
+    pub emulated_version: Option<reconcile::KubeVersion>,
+    /// `--feature-gates`: those that change what is written apply on top of the version's
+    /// defaults (`PreferSameTrafficDistribution`); the others are accepted and ignored.
+    pub feature_gates: Vec<(String, bool)>,
 }
 
 impl Default for Settings {
@@ -63,6 +70,8 @@ impl Default for Settings {
             client: ClientSettings::default(),
             leader_election: LeaderElectionSettings::default(),
             serving: ServingSettings::default(),
+            emulated_version: None,
+            feature_gates: Vec::new(),
         }
     }
 }

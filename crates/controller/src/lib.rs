@@ -37,6 +37,7 @@ pub mod endpoints;
 pub mod endpointslice;
 pub mod events;
 pub mod field_manager;
+pub mod followed_version;
 pub mod health;
 pub mod index;
 pub mod informer;
@@ -98,6 +99,7 @@ pub struct Options {
 /// What [`run`] builds the controllers from, and where their background work goes.
 struct Assembly {
     clients: Clients,
+    rules: reconcile::VersionRules,
     stores: index::Stores,
     activity: Activity,
     /// Stops the Event senders and the informers, once the workers are done.
@@ -131,6 +133,7 @@ impl Assembly {
             stores: self.stores.clone(),
             events: self.recorder(controller, controller.event_component()),
             batch_period,
+            rules: self.rules,
         }
     }
 
@@ -150,6 +153,9 @@ pub enum RunError {
     /// Registering metrics failed (a name registered twice).
     #[error("registering metrics: {0}")]
     Metrics(#[from] prometheus::Error),
+    /// No Kubernetes version could be followed.
+    #[error(transparent)]
+    Version(#[from] followed_version::VersionError),
 }
 
 /// Runs the enabled controllers until `shutdown` is cancelled, then lets in-flight syncs
@@ -167,10 +173,17 @@ pub async fn run(
     shutdown: CancellationToken,
 ) -> Result<(), RunError> {
     let clients: Clients = clients.into();
+    let settings = &options.settings;
+    let Some(rules) =
+        followed_version::follow(&clients.informers.services, settings, registry, &shutdown)
+            .await?
+    else {
+        return Ok(());
+    };
     let informers = Informers::new(&clients.informers, &clients.wire);
     let stores = informers.stores.clone();
-    let settings = &options.settings;
     let mut assembly = Assembly {
+        rules,
         clients,
         stores: stores.clone(),
         activity,

@@ -28,6 +28,8 @@ pub struct ControllerParts {
     /// How long the events that do not concern a Service itself (its pods' for the two
     /// Service controllers, its slices' for mirroring) wait before the Service is synced.
     pub batch_period: Duration,
+    /// The rules of the Kubernetes version the controllers follow.
+    pub rules: reconcile::VersionRules,
 }
 
 /// One sync of one Service, the part each controller writes itself.

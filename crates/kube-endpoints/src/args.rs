@@ -47,29 +47,10 @@ pub struct ControllerFlags {
     pub serving: SecureServingFlags,
     #[command(flatten)]
     pub logging: LoggingFlags,
-    /// kube-controller-manager's `Name=true|false,...` feature gates. Accepted so that flag
-    /// files carry over; the controllers behave as the spec says whatever they are.
-    #[arg(long, value_delimiter = ',', value_parser = parse_feature_gate)]
-    pub feature_gates: Vec<(String, bool)>,
 }
 
 fn parse_content_type(s: &str) -> Result<controller::wire::Encoding, String> {
     controller::wire::Encoding::from_content_type(s)
-}
-
-fn parse_feature_gate(s: &str) -> Result<(String, bool), String> {
-    let (name, value) = s
-        .split_once('=')
-        .ok_or_else(|| format!("{s:?}: expected Name=true or Name=false"))?;
-    let value = match value.trim() {
-        "true" => true,
-        "false" => false,
-        other => return Err(format!("{name}: {other:?} is not true or false")),
-    };
-    if name.trim().is_empty() {
-        return Err(format!("{s:?}: missing gate name"));
-    }
-    Ok((name.trim().to_owned(), value))
 }
 
 /// kube-controller-manager's secure serving and delegated authentication and authorization

@@ -5,6 +5,7 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser};
+use reconcile::KubeVersion;
 use std::time::Duration;
 
 /// Parses a Go-style duration: `0`, `500ms`, `15s`, `1m30s`, `2h`.
@@ -77,6 +78,59 @@ pub struct OutputFlags {
     /// How long Endpoints events wait before the mirroring controller syncs.
     #[arg(long, default_value = "0", value_parser = parse_duration)]
     pub mirroring_endpointslice_updates_batch_period: Duration,
+    /// The Kubernetes version whose kube-controller-manager to write like, as
+    /// kube-controller-manager takes it: `1.34` or `kube=1.34` (v1.33 to v1.36). It moves the
+    /// feature gates' defaults to that version's, and the port order and rewrite rules with
+    /// them. Default: the API server's version, read from its /version (`plan` and the
+    /// embedded server: v1.36). Pin it while kube-controller-manager is a minor behind its API
+    /// servers during an upgrade.
+    #[arg(long, value_parser = parse_emulated_version)]
+    pub emulated_version: Option<KubeVersion>,
+    /// kube-controller-manager's `Name=true|false,...` feature gates.
+    /// `PreferSameTrafficDistribution` changes what is written (off by default on v1.33, on
+    /// from v1.34, locked on from v1.35); the others are accepted so that flag files carry
+    /// over, and change nothing.
+    #[arg(long, value_delimiter = ',', value_parser = parse_feature_gate)]
+    pub feature_gates: Vec<(String, bool)>,
+}
+
+/// `--emulated-version`: `1.34`, `v1.34` or `kube=1.34`, within the versions whose rules are
+/// known (kube-controller-manager likewise refuses versions it cannot emulate).
+pub fn parse_emulated_version(s: &str) -> Result<KubeVersion, String> {
+    let text = match s.split_once('=') {
+        Some(("kube", v)) => v,
+        Some((component, _)) => {
+            return Err(format!(
+                "{component:?}: only the component \"kube\" has an emulated version"
+            ))
+        }
+        None => s,
+    };
+    let version: KubeVersion = text.parse().map_err(|e| format!("{e}"))?;
+    if !version.is_supported() {
+        return Err(format!(
+            "{version} is outside the versions kube-endpoints can follow, {} to {}",
+            KubeVersion::OLDEST,
+            KubeVersion::NEWEST
+        ));
+    }
+    Ok(version)
+}
+
+/// One `Name=true|false` of `--feature-gates`.
+pub fn parse_feature_gate(s: &str) -> Result<(String, bool), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?}: expected Name=true or Name=false"))?;
+    let value = match value.trim() {
+        "true" => true,
+        "false" => false,
+        other => return Err(format!("{name}: {other:?} is not true or false")),
+    };
+    if name.trim().is_empty() {
+        return Err(format!("{s:?}: missing gate name"));
+    }
+    Ok((name.trim().to_owned(), value))
 }
 
 impl OutputFlags {
@@ -104,6 +158,8 @@ impl OutputFlags {
         s.mirroring_max_endpoints_per_subset = self.mirroring_max_endpoints_per_subset;
         s.mirroring_endpointslice_updates_batch_period =
             self.mirroring_endpointslice_updates_batch_period;
+        s.emulated_version = self.emulated_version;
+        s.feature_gates = self.feature_gates.clone();
     }
 }
 

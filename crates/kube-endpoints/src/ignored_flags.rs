@@ -80,7 +80,6 @@ const IGNORED_VALUE: &[&str] = &[
     "controller-shutdown-timeout",
     "controller-start-interval",
     "disabled-metrics",
-    "emulated-version",
     "external-cloud-volume-plugin",
     "flex-volume-plugin-dir",
     "horizontal-pod-autoscaler-cpu-initialization-period",

@@ -236,7 +236,7 @@ mod tests {
         );
         assert_eq!(flags.serving.secure_port, Some(10257));
         assert_eq!(
-            flags.feature_gates,
+            flags.output.feature_gates,
             vec![
                 ("TopologyAwareHints".to_owned(), true),
                 ("ServiceTrafficDistribution".to_owned(), false)

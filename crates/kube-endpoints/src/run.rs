@@ -135,17 +135,6 @@ impl Session {
     ) -> Result<Self> {
         let enabled: EnabledControllers = flags.enabled()?;
         settings.validate()?;
-        if !flags.feature_gates.is_empty() {
-            let gates: Vec<String> = flags
-                .feature_gates
-                .iter()
-                .map(|(name, on)| format!("{name}={on}"))
-                .collect();
-            tracing::info!(
-                gates = gates.join(","),
-                "feature gates accepted; they do not change these controllers"
-            );
-        }
         let registry = prometheus::Registry::new();
         crate::build_info::register(&registry).context("registering kubernetes_build_info")?;
         controller::metrics::register_process_metrics(&registry)

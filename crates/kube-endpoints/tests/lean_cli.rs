@@ -147,33 +147,8 @@ async fn kubeadms_command_line_runs_warns_once_and_converges() {
         // Not kubeadm's: a free port instead of 10257, which other tests may hold.
         format!("--secure-port={port}"),
     ];
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kube-endpoints"))
-        .arg("run")
-        .args(&args)
-        .stdin(std::process::Stdio::null())
-        .stdout(log.reopen().unwrap())
-        .stderr(log.reopen().unwrap())
-        .spawn()
-        .unwrap();
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut child = Kill(child);
-
-    let client = kube::Client::try_from(
-        kube::Config::from_custom_kubeconfig(
-            kube::config::Kubeconfig::from_yaml(&handle.kubeconfig()).unwrap(),
-            &Default::default(),
-        )
-        .await
-        .unwrap(),
-    )
-    .unwrap();
+    let (mut child, log) = spawn_run(&args);
+    let client = client_of(&handle).await;
     let slices: kube::Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
         kube::Api::namespaced(client.clone(), "default");
     let endpoints: kube::Api<k8s_openapi::api::core::v1::Endpoints> =
@@ -262,4 +237,159 @@ async fn kubeadms_command_line_runs_warns_once_and_converges() {
         "{text}"
     );
     handle.shutdown().await.unwrap();
+}
+
+/// `kube-endpoints run` with `args`, its output in a file; killed when dropped.
+struct Run(std::process::Child);
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn_run(args: &[String]) -> (Run, tempfile::NamedTempFile) {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kube-endpoints"))
+        .arg("run")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(log.reopen().unwrap())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    (Run(child), log)
+}
+
+/// A client of the embedded server.
+async fn client_of(handle: &apiserver::ApiServerHandle) -> kube::Client {
+    kube::Client::try_from(
+        kube::Config::from_custom_kubeconfig(
+            kube::config::Kubeconfig::from_yaml(&handle.kubeconfig()).unwrap(),
+            &Default::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap()
+}
+
+/// Against an API server that reports v1.33 and, like one, refuses streaming lists and
+/// `trafficDistribution: PreferSameNode`: `run` lists instead and says so, follows v1.33
+/// (read from `/version`, logged), and writes ports in v1.33's MD5 order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_a_v1_33_server_run_lists_follows_v1_33_and_converges() {
+    use k8s_openapi::api::core::v1::Endpoints;
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    use serde_json::json;
+    use std::time::{Duration, Instant};
+
+    let v133 = apiserver::ServerVersion::of(reconcile::KubeVersion::new(1, 33));
+    let handle = apiserver::ApiServer::start(apiserver::Config {
+        version: v133,
+        ..apiserver::Config::default()
+    })
+    .await
+    .unwrap();
+    let port = |name: &str, number: u16, target: u16, protocol: &str, app: Option<&str>| {
+        json!({"name": name, "port": number, "targetPort": target, "protocol": protocol,
+               "appProtocol": app})
+    };
+    let service = |name: &str, distribution: Option<&str>| {
+        json!({"apiVersion": "v1", "kind": "Service",
+               "metadata": {"name": name, "namespace": "default"},
+               "spec": {"selector": {"app": "web"}, "trafficDistribution": distribution,
+                        "ports": [port("web", 443, 8443, "TCP", Some("https")),
+                                  port("admin", 9000, 9000, "TCP", None),
+                                  port("stream", 5000, 5000, "UDP", Some("kubernetes.io/ws"))]}})
+    };
+    let refused = handle
+        .server()
+        .load_objects(vec![service("near", Some("PreferSameNode"))]);
+    assert_eq!(
+        refused.refused.len(),
+        1,
+        "a v1.33 server refuses PreferSameNode"
+    );
+    handle
+        .apply_objects(vec![
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-a"}}),
+            service("web", None),
+            json!({"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": "web-1", "namespace": "default", "labels": {"app": "web"}},
+                   "spec": {"nodeName": "node-a", "containers": [{"name": "c", "image": "x",
+                            "ports": [{"containerPort": 8443}, {"containerPort": 9000},
+                                      {"containerPort": 5000, "protocol": "UDP"}]}]},
+                   "status": {"phase": "Running", "podIP": "10.0.0.1",
+                              "podIPs": [{"ip": "10.0.0.1"}],
+                              "conditions": [{"type": "Ready", "status": "True"}]}}),
+        ])
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("kubeconfig");
+    handle.write_kubeconfig(&conf).unwrap();
+    let (mut child, log) = spawn_run(&[
+        format!("--kubeconfig={}", conf.display()),
+        "--leader-elect=false".to_owned(),
+        "--secure-port=0".to_owned(),
+    ]);
+    let client = client_of(&handle).await;
+    let slices: kube::Api<EndpointSlice> = kube::Api::namespaced(client.clone(), "default");
+    let endpoints: kube::Api<Endpoints> = kube::Api::namespaced(client, "default");
+    fn names<P>(ports: Option<Vec<P>>, name: fn(P) -> Option<String>) -> Vec<String> {
+        let ports = ports.unwrap_or_default().into_iter();
+        ports.map(|p| name(p).unwrap_or_default()).collect()
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let (slice_ports, endpoints_ports) = loop {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            panic!(
+                "run exited with {status}:\n{}",
+                std::fs::read_to_string(log.path()).unwrap()
+            );
+        }
+        let slice_ports: Vec<Vec<String>> = slices
+            .list(&Default::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|s| !s.endpoints.is_empty())
+            .map(|s| names(s.ports, |p| p.name))
+            .collect();
+        let endpoints_ports: Vec<Vec<String>> = endpoints
+            .get_opt("web")
+            .await
+            .ok()
+            .flatten()
+            .and_then(|e| e.subsets)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| names(s.ports, |p| p.name))
+            .collect();
+        if !slice_ports.is_empty() && !endpoints_ports.is_empty() {
+            break (slice_ports, endpoints_ports);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not converged in 60s:\n{}",
+            std::fs::read_to_string(log.path()).unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    drop(child);
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    // What kube-controller-manager v1.33.13 wrote for the same ports (the corpus' recording
+    // of public-appprotocol-ports).
+    assert_eq!(slice_ports, [["stream", "admin", "web"]], "{text}");
+    assert_eq!(endpoints_ports, [["web", "admin", "stream"]], "{text}");
+    assert!(
+        text.contains("writing what kube-controller-manager v1.33 writes"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the API server does not serve streaming lists; listing instead"),
+        "{text}"
+    );
 }

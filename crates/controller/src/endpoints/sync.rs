@@ -55,6 +55,7 @@ impl ServiceSync for EndpointsController {
                 pods: &pod_refs,
                 current: current.as_ref(),
                 trigger_time,
+                rules: self.parts.rules,
             })
         };
         if let Some(shadow) = &self.shadow {
@@ -64,7 +65,8 @@ impl ServiceSync for EndpointsController {
                     vec![format!("create Endpoints {key}: {}", describe(object))]
                 }
                 EndpointsAction::Update(object) => vec![format!(
-                    "update Endpoints {key}: {} (the cluster holds {})",
+                    "update Endpoints {key}: {}; {} (the cluster holds {})",
+                    what_differs(object, current.as_ref(), &self.parts.rules),
                     describe(object),
                     current
                         .as_ref()
@@ -99,6 +101,47 @@ impl EndpointsController {
         if let crate::shadow::Check::Pending(after) = shadow.check("Endpoints", key, would) {
             self.workers.queue().add_after(key.clone(), after);
         }
+    }
+}
+
+/// In a few words, what an update would change: `ports in another order` when the cluster's
+/// object differs only in its ports' order (which the followed version rewrites), otherwise
+/// the differences as the comparison names them (`Endpoints labels differ`, ...).
+fn what_differs(
+    planned: &k8s_openapi::api::core::v1::Endpoints,
+    current: Option<&k8s_openapi::api::core::v1::Endpoints>,
+    rules: &reconcile::VersionRules,
+) -> String {
+    use reconcile::compare::{differences, Objects, Rules, Sides};
+    let Some(current) = current else {
+        return "missing from the cluster".to_owned();
+    };
+    let repacked = reconcile::endpoints::repack::repack_subsets(
+        current.subsets.as_deref().unwrap_or_default(),
+        rules.order_hash,
+    );
+    let same_labels = planned.metadata.labels == current.metadata.labels;
+    if same_labels && planned.subsets.as_deref().unwrap_or_default() == repacked.as_slice() {
+        return format!(
+            "ports in another order, which kube-controller-manager {} rewrites",
+            rules.version
+        );
+    }
+    let sides = Sides {
+        ours: "shadow",
+        theirs: "cluster",
+    };
+    let found = differences(
+        &Objects::of_endpoints([planned]),
+        &Objects::of_endpoints([current]),
+        Rules::Planned,
+        sides,
+    );
+    let summaries: Vec<String> = found.iter().take(3).map(|d| d.summary()).collect();
+    if summaries.is_empty() {
+        "its annotations".to_owned()
+    } else {
+        summaries.join("; ")
     }
 }
 

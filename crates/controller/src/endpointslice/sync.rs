@@ -66,6 +66,7 @@ impl ServiceSync for EndpointSliceController {
                 nodes: &StoreZones(&stores.nodes),
                 trigger_time,
                 max_endpoints_per_slice: self.max_endpoints_per_slice,
+                rules: self.parts.rules,
             };
             let plan = plan_slices(&input, &mut state.topology);
             for (_, figures) in &plan.figures {

@@ -42,6 +42,7 @@ impl MirroringController {
                 endpoints: endpoints.as_ref(),
                 existing: &existing,
                 max_endpoints_per_subset: self.max_endpoints_per_subset,
+                rules: self.parts.rules,
             });
             match (&plan.action, &plan.figures) {
                 (MirroringAction::Cleanup(reason), _) => {

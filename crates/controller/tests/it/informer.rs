@@ -281,8 +281,14 @@ async fn a_requested_relist_replaces_what_the_watch_never_corrected() {
 #[tokio::test]
 async fn informer_reads_the_first_state_through_a_streaming_list_and_lists_where_it_is_refused() {
     for watch_list in [true, false] {
+        // A v1.33 server has WatchList off and refuses streaming lists.
+        let version = if watch_list {
+            apiserver::ServerVersion::default()
+        } else {
+            apiserver::ServerVersion::of(reconcile::KubeVersion::new(1, 33))
+        };
         let fixture = Fixture::new(Config {
-            watch_list,
+            version,
             record_requests: true,
             ..Config::default()
         });
