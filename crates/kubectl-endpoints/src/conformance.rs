@@ -9,6 +9,12 @@
 //! A case with a `steps.yaml` is dynamic: it runs live only ([`run_dynamic`]), changes are
 //! applied after the controllers settled, and both the objects left (by the looser dynamic
 //! rules, [`Rules::Dynamic`]) and the number of writes ([`crate::dynamic`]) are compared.
+//!
+//! Each recording names the kube-controller-manager version that wrote it, and a case is run
+//! following that version's rules: offline with `--emulated-version`, live on an embedded
+//! API server that reports that version (and refuses what it refuses). The recordings of
+//! older versions (`versions/v1.3X/CASE/upstream.json`) hold only what upstream wrote; their
+//! input, flags, steps and write budget are those of the same case under `cases/`.
 
 use crate::dynamic::{parse_steps, run_steps, Step, Writes};
 use crate::manifests::{load_paths, to_values, Object};
@@ -18,6 +24,7 @@ use k8s_openapi::api::core::v1::{Endpoints, Event};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube_endpoints::flags::CaseFlags;
 use reconcile::compare::{self, Objects, Sides};
+use reconcile::KubeVersion;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -36,6 +43,8 @@ pub struct Case {
     pub upstream: Option<Value>,
     /// `steps.yaml`, for a dynamic case.
     pub steps: Option<Vec<Step>>,
+    /// The Kubernetes version that wrote `upstream.json` (v1.36 when it does not say).
+    pub version: KubeVersion,
 }
 
 /// What a controller run wrote, as the API would return it.
@@ -83,6 +92,42 @@ impl Written {
     }
 }
 
+/// Where a case's input lies: in its own directory, or for a recording of another version
+/// (`versions/v1.3X/CASE/`) in the same case under `cases/` beside `versions/`.
+fn input_dir(dir: &Path) -> Option<PathBuf> {
+    if dir.join("input.yaml").is_file() {
+        return Some(dir.to_owned());
+    }
+    let name = dir.file_name()?;
+    let corpus = dir.parent()?.parent()?.parent()?;
+    let base = corpus.join("cases").join(name);
+    base.join("input.yaml").is_file().then_some(base)
+}
+
+/// The version a recording names in its `version` key ("Kubernetes v1.34.9", or
+/// "v1.36.2+..."); v1.36 when it names none.
+fn recorded_version(upstream: Option<&Value>) -> Result<KubeVersion> {
+    let Some(text) = upstream
+        .and_then(|u| u.get("version"))
+        .and_then(Value::as_str)
+    else {
+        return Ok(KubeVersion::NEWEST);
+    };
+    let start = text
+        .find("v1.")
+        .with_context(|| format!("upstream.json: version {text:?} names no v1.x version"))?;
+    let version: KubeVersion = text[start..]
+        .parse()
+        .with_context(|| format!("upstream.json: version {text:?}"))?;
+    anyhow::ensure!(
+        version.is_supported(),
+        "upstream.json: {version} is outside the versions followed ({} to {})",
+        KubeVersion::OLDEST,
+        KubeVersion::NEWEST
+    );
+    Ok(version)
+}
+
 /// Loads a case directory.
 pub fn load_case(dir: &Path) -> Result<Case> {
     let name = dir
@@ -90,6 +135,13 @@ pub fn load_case(dir: &Path) -> Result<Case> {
         .and_then(|n| n.to_str())
         .unwrap_or("case")
         .to_owned();
+    let recording = dir;
+    let dir = &input_dir(dir).with_context(|| {
+        format!(
+            "case {name}: no input.yaml in {} nor in the same case under cases/",
+            recording.display()
+        )
+    })?;
     let loaded = load_paths(&[dir.join("input.yaml")]).with_context(|| format!("case {name}"))?;
     let flags = match std::fs::read_to_string(dir.join("flags")) {
         Ok(text) => CaseFlags::from_text(&text)
@@ -100,12 +152,27 @@ pub fn load_case(dir: &Path) -> Result<Case> {
                 .with_context(|| format!("case {name}: reading {}", dir.join("flags").display()))
         }
     };
-    let upstream = match std::fs::read_to_string(dir.join("upstream.json")) {
-        Ok(text) => Some(
-            serde_json::from_str(&text).with_context(|| format!("case {name}: upstream.json"))?,
-        ),
-        Err(_) => None,
+    let read_upstream = |dir: &Path| -> Result<Option<Value>> {
+        match std::fs::read_to_string(dir.join("upstream.json")) {
+            Ok(text) => Ok(Some(serde_json::from_str(&text).with_context(|| {
+                format!("case {name}: {}", dir.join("upstream.json").display())
+            })?)),
+            Err(_) => Ok(None),
+        }
     };
+    let mut upstream = read_upstream(recording)?;
+    if recording != dir {
+        // An older version's recording carries no write counts: the budget is the one
+        // recorded with the case itself.
+        let base = read_upstream(dir)?;
+        if let (Some(Value::Object(ours)), Some(writes)) = (
+            upstream.as_mut(),
+            base.as_ref().and_then(|b| b.get("writes")),
+        ) {
+            ours.entry("writes").or_insert_with(|| writes.clone());
+        }
+    }
+    let version = recorded_version(upstream.as_ref()).with_context(|| format!("case {name}"))?;
     let steps = match std::fs::read_to_string(dir.join("steps.yaml")) {
         Ok(text) => Some(parse_steps(&text).with_context(|| format!("case {name}: steps.yaml"))?),
         Err(_) => None,
@@ -116,10 +183,12 @@ pub fn load_case(dir: &Path) -> Result<Case> {
         flags,
         upstream,
         steps,
+        version,
     })
 }
 
-/// The case directories under `root` (a directory holding an `input.yaml` is itself a case).
+/// The case directories under `root` (a directory holding an `input.yaml` is itself a case,
+/// and so is another version's recording of a case under `cases/`).
 pub fn find_cases(root: &Path) -> Result<Vec<PathBuf>> {
     if root.join("input.yaml").is_file() {
         return Ok(vec![root.to_owned()]);
@@ -127,7 +196,7 @@ pub fn find_cases(root: &Path) -> Result<Vec<PathBuf>> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
         .with_context(|| format!("reading {}", root.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("input.yaml").is_file())
+        .filter(|p| input_dir(p).is_some())
         .collect();
     dirs.sort();
     if dirs.is_empty() {
@@ -146,6 +215,8 @@ pub async fn run_offline(case: &Case) -> Result<Written> {
     case.flags
         .offline(&mut settings.options)
         .with_context(|| format!("case {}: flags", case.name))?;
+    let pinned = &mut settings.options.settings.emulated_version;
+    pinned.get_or_insert(case.version);
     let outcome = plan(to_values(&case.objects)?, &settings)
         .await
         .with_context(|| format!("case {}", case.name))?;
@@ -244,6 +315,17 @@ impl LiveServer {
     }
 }
 
+/// The embedded API server of a live run: of the version that recorded the case, with the
+/// case's feature gates. The controllers follow the version its `/version` reports.
+fn live_server_config(case: &Case) -> Result<apiserver::Config> {
+    let mut settings = live_options(case)?.settings;
+    settings.emulated_version.get_or_insert(case.version);
+    Ok(apiserver::Config {
+        version: crate::plan::embedded_server_version(&settings),
+        ..apiserver::Config::default()
+    })
+}
+
 /// The three controllers with the case's flags and kube-controller-manager's defaults for
 /// the rest.
 fn live_options(case: &Case) -> Result<controller::Options> {
@@ -271,7 +353,7 @@ pub async fn run_live(case: &Case) -> Result<Written> {
 
 /// [`run_live`], the controllers speaking `encoding` (`--kube-api-content-type`).
 pub async fn run_live_in(case: &Case, encoding: controller::wire::Encoding) -> Result<Written> {
-    let server = LiveServer::start(case, apiserver::Config::default()).await?;
+    let server = LiveServer::start(case, live_server_config(case)?).await?;
     let mut options = live_options(case)?;
     options.settings.client.encoding = encoding;
     let clients = server.controller_clients(&options)?;
@@ -301,7 +383,7 @@ pub async fn run_dynamic(case: &Case) -> Result<(Written, Writes)> {
     let steps = case.steps.as_deref().unwrap_or_default();
     let config = apiserver::Config {
         record_requests: true,
-        ..apiserver::Config::default()
+        ..live_server_config(case)?
     };
     let server = LiveServer::start(case, config).await?;
     let (handle, client) = (&server.handle, &server.client);

@@ -4,6 +4,7 @@
 //! `kube-endpoints`, in the crate of that name.
 
 pub mod audit;
+pub mod cluster_version;
 pub mod conformance;
 pub mod dynamic;
 pub mod explain;

@@ -148,6 +148,7 @@ pub async fn plan(objects: Vec<Value>, settings: &PlanSettings) -> Result<Outcom
         fixed_time: Some(settings.now),
         record_requests: true,
         history_window: HISTORY_WINDOW,
+        version: embedded_server_version(&settings.options.settings),
         ..apiserver::Config::default()
     });
     let report = server.load_objects(objects);
@@ -173,6 +174,36 @@ pub async fn plan(objects: Vec<Value>, settings: &PlanSettings) -> Result<Outcom
         }
     }
     Ok(outcome)
+}
+
+/// The kube-apiserver an embedded server imitates for controllers with these settings: the
+/// version of `--emulated-version` (v1.36 without it), with `--feature-gates`. The
+/// controllers then read that version from its `/version`, as from a real cluster's.
+pub fn embedded_server_version(
+    settings: &controller::config::Settings,
+) -> apiserver::ServerVersion {
+    let version = settings
+        .emulated_version
+        .unwrap_or(reconcile::KubeVersion::NEWEST);
+    apiserver::ServerVersion::of(version).with_feature_gates(
+        settings
+            .feature_gates
+            .iter()
+            .map(|(name, on)| (name.as_str(), *on)),
+    )
+}
+
+/// The rules controllers with these settings follow on an embedded server
+/// ([`embedded_server_version`]): those of its version with `--feature-gates`.
+pub fn followed_rules(settings: &controller::config::Settings) -> Result<reconcile::VersionRules> {
+    let version = settings
+        .emulated_version
+        .unwrap_or(reconcile::KubeVersion::NEWEST);
+    let gates = settings
+        .feature_gates
+        .iter()
+        .map(|(name, on)| (name.as_str(), *on));
+    Ok(reconcile::VersionRules::of(version).with_feature_gates(gates)?)
 }
 
 /// The options with one worker per controller and no batching, whatever the flags said:

@@ -25,6 +25,15 @@ pub struct ApiServerArgs {
     /// Where to write a kubeconfig pointing at the server.
     #[arg(long)]
     pub write_kubeconfig: Option<PathBuf>,
+    /// The kube-apiserver version to imitate, `1.33` to `1.36` (or `kube=1.34`): `/version`
+    /// reports it, and the server refuses what that version refuses (v1.33:
+    /// `trafficDistribution: PreferSameZone|PreferSameNode`, and streaming lists).
+    #[arg(long, default_value = "1.36", value_parser = kube_endpoints::flags::parse_emulated_version)]
+    pub emulated_version: reconcile::KubeVersion,
+    /// kube-apiserver's `Name=true|false,...` feature gates; `PreferSameTrafficDistribution`
+    /// and `WatchList` change what this server accepts, the others nothing.
+    #[arg(long, value_delimiter = ',', value_parser = kube_endpoints::flags::parse_feature_gate)]
+    pub feature_gates: Vec<(String, bool)>,
 }
 
 /// Reads manifests into the raw objects the API server loads, printing notes on skipped
@@ -48,15 +57,18 @@ pub fn check_listen(listen: SocketAddr, allow_remote: bool) -> Result<()> {
     Ok(())
 }
 
-/// Starts the server and the manifests; returns the running handle.
+/// Starts the server, imitating `version`, and loads the manifests; returns the running
+/// handle.
 pub async fn start(
     listen: SocketAddr,
     files: &[PathBuf],
     kubeconfig: Option<&PathBuf>,
+    version: apiserver::ServerVersion,
 ) -> Result<apiserver::ApiServerHandle> {
     let objects = raw_objects(files)?;
     let config = apiserver::Config {
         bind: listen,
+        version,
         ..Default::default()
     };
     let handle = apiserver::ApiServer::start(config)
@@ -72,14 +84,30 @@ pub async fn start(
             .write_kubeconfig(path)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    tracing::info!(url = %handle.url(), objects = count, "embedded API server started");
+    tracing::info!(
+        url = %handle.url(),
+        objects = count,
+        version = %version.git_version(),
+        "embedded API server started"
+    );
     Ok(handle)
 }
 
 /// Runs the command.
 pub async fn run(args: ApiServerArgs) -> Result<()> {
     check_listen(args.listen, args.allow_remote)?;
-    let handle = start(args.listen, &args.files, args.write_kubeconfig.as_ref()).await?;
+    let version = apiserver::ServerVersion::of(args.emulated_version).with_feature_gates(
+        args.feature_gates
+            .iter()
+            .map(|(name, on)| (name.as_str(), *on)),
+    );
+    let handle = start(
+        args.listen,
+        &args.files,
+        args.write_kubeconfig.as_ref(),
+        version,
+    )
+    .await?;
     if let Some(path) = &args.write_kubeconfig {
         eprintln!(
             "kubeconfig written to {}; try: kubectl --kubeconfig {} get pods -A",

@@ -58,7 +58,12 @@ pub async fn run(args: AuditArgs) -> Result<bool> {
         }
         Format::Table => {
             for service in &report.services {
-                writeln!(out, "{}: {}", service.service, service.result)?;
+                if service.reasons.is_empty() {
+                    writeln!(out, "{}: {}", service.service, service.result)?;
+                } else {
+                    let reasons = service.reasons.join("; ");
+                    writeln!(out, "{}: {}: {reasons}", service.service, service.result)?;
+                }
                 for difference in &service.differences {
                     writeln!(out, "    {difference}")?;
                 }

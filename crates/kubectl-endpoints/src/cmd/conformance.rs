@@ -12,11 +12,14 @@ use std::path::PathBuf;
 
 /// Run recorded cluster states through our controllers and compare what they write with what
 /// upstream kube-controller-manager wrote (`upstream.json`), by the rules of the conformance
-/// corpus. Prints one line per case and a final `N passed, N failed` line.
+/// corpus. Each case follows the rules of the Kubernetes version that recorded it (its
+/// `upstream.json` names it; v1.36 otherwise). Prints one line per case and a final
+/// `N passed, N failed` line.
 #[derive(Debug, Args)]
 pub struct ConformanceArgs {
     /// Directories of cases (each holding `input.yaml`, `upstream.json` and optionally
-    /// `flags`), or single case directories.
+    /// `flags`), or single case directories. An older version's recordings
+    /// (`versions/v1.34/`) take their input from the same case under `cases/`.
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
     /// Print every difference (by default the first 20 of a failing case).

@@ -48,9 +48,13 @@ pub async fn run(args: DevArgs) -> Result<()> {
         .write_kubeconfig
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("kube-endpoints-dev.kubeconfig"));
-    let handle = crate::cmd::apiserver::start(args.listen, &args.files, Some(&kubeconfig)).await?;
     let flags = &args.controllers;
     let mut settings = flags.settings(Some(kubeconfig.clone()))?;
+    // The embedded server claims the version of --emulated-version (v1.36 without), and the
+    // controllers read it from its /version as they would from a cluster's.
+    let version = kubectl_endpoints::plan::embedded_server_version(&settings);
+    let handle =
+        crate::cmd::apiserver::start(args.listen, &args.files, Some(&kubeconfig), version).await?;
     // A development loop: plain HTTP on 10252 unless told otherwise (any free port for a
     // one-shot run, which others may run side by side), and HTTPS only when --secure-port
     // is given, since the embedded server knows no scraper's token.

@@ -106,8 +106,10 @@ pub async fn run(args: ExplainArgs) -> Result<Explanation> {
     } else {
         Source::Manifests
     };
+    let mut flags = args.flags.clone();
     let snapshot = if args.files.is_empty() {
         let client = super::connect(args.kubeconfig.clone()).await?;
+        kubectl_endpoints::cluster_version::follow_cluster(&client, &mut flags).await?;
         Snapshot::read(&client, Some(&namespace)).await?
     } else {
         let loaded = load_paths(&args.files)?;
@@ -118,8 +120,7 @@ pub async fn run(args: ExplainArgs) -> Result<Explanation> {
     };
     // An unknown Service fails before the controllers run.
     find_service(&snapshot, &key)?;
-    let mut explanations =
-        explain(&snapshot, source, std::slice::from_ref(&key), &args.flags).await?;
+    let mut explanations = explain(&snapshot, source, std::slice::from_ref(&key), &flags).await?;
     let Some(explanation) = explanations.pop() else {
         bail!("no explanation for {key}");
     };

@@ -62,6 +62,7 @@ pub(crate) fn explain_hints(
     snapshot: &Snapshot,
     planned: &Objects<'_>,
     events: &[EventNote],
+    rules: &reconcile::VersionRules,
 ) -> Option<HintsExplanation> {
     let auto = hints_enabled(&service.annotations);
     let distribution = service.traffic_distribution.as_deref();
@@ -131,8 +132,10 @@ pub(crate) fn explain_hints(
         ("topology-mode Auto".to_owned(), reason)
     } else {
         let value = distribution.unwrap_or_default();
-        let reason = if !traffic_distribution::is_valid(Some(value)) {
-            format!("{value:?} is not a trafficDistribution the controller acts on: no hints")
+        let reason = if !traffic_distribution::acts_on(Some(value), rules) {
+            format!(
+                "{value:?} is not a trafficDistribution the controller of {rules} acts on: no hints"
+            )
         } else if value == traffic_distribution::PREFER_SAME_NODE {
             "each ready endpoint's hints name its own zone and node".to_owned()
         } else {

@@ -178,13 +178,14 @@ pub async fn explain(
 ) -> Result<Vec<Explanation>> {
     let mut settings = PlanSettings::new(reconcile::Timestamp::now());
     flags.apply(&mut settings.options)?;
+    let rules = crate::plan::followed_rules(&settings.options.settings)?;
     let objects = crate::manifests::into_values(snapshot.controller_input())
         .context("encoding the cluster's objects")?;
     let outcome = plan(objects, &settings)
         .await
         .context("running the controllers on a copy of the cluster")?;
     keys.iter()
-        .map(|key| explain_one(snapshot, source, &outcome, key))
+        .map(|key| explain_one(snapshot, source, &outcome, key, &rules))
         .collect()
 }
 
@@ -262,6 +263,7 @@ fn explain_one(
     source: Source,
     outcome: &Outcome,
     key: &str,
+    rules: &reconcile::VersionRules,
 ) -> Result<Explanation> {
     let service = find_service(snapshot, key)?;
     let info = ServiceInfo::from_service(service)
@@ -320,7 +322,7 @@ fn explain_one(
         .collect::<std::collections::BTreeSet<_>>()
         .len();
     let truncation = truncation(&info, snapshot, &planned);
-    let hints = hints::explain_hints(&info, snapshot, &planned, &events);
+    let hints = hints::explain_hints(&info, snapshot, &planned, &events, rules);
     let differences = match now {
         Some(now) => differences(key, &planned, now),
         None => Vec::new(),

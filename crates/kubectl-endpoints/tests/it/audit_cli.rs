@@ -17,15 +17,19 @@ fn static_cases() -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-/// A running server loaded with `case`'s input plus `upstream`'s Endpoints and slices.
+/// A running server of the version that recorded `case`, loaded with its input plus
+/// `upstream`'s Endpoints and slices.
 async fn cluster_with(
     case: &kubectl_endpoints::conformance::Case,
     upstream: &Value,
     dir: &Path,
 ) -> (apiserver::ApiServerHandle, std::path::PathBuf) {
-    let handle = apiserver::ApiServer::start(apiserver::Config::default())
-        .await
-        .unwrap();
+    let handle = apiserver::ApiServer::start(apiserver::Config {
+        version: apiserver::ServerVersion::of(case.version),
+        ..apiserver::Config::default()
+    })
+    .await
+    .unwrap();
     let mut objects = to_values(&case.objects).unwrap();
     let key = |o: &Value, kind: &str| {
         let at = |p: &str| {
@@ -125,7 +129,8 @@ async fn audit_finds_every_service_of_every_case_the_same_and_writes_nothing() {
         );
         let summary = stdout.lines().last().unwrap_or_default();
         assert!(
-            summary.ends_with(" same, 0 differ") && !summary.starts_with("0 services"),
+            summary.ends_with(" same, 0 differ (following kube-controller-manager v1.36)")
+                && !summary.starts_with("0 services"),
             "{}: {summary}",
             case.name
         );
@@ -168,6 +173,21 @@ fn pick_slice(upstream: &mut Value, wanted: impl Fn(&Value) -> bool) -> (&mut Va
     (slice, service)
 }
 
+/// Flips the ready condition of the first endpoint that has one; returns its Service and the
+/// condition as it was.
+fn flip_ready(upstream: &mut Value) -> (String, bool) {
+    let (slice, service) = pick_slice(upstream, |e| e["conditions"]["ready"].is_boolean());
+    let endpoint = slice["endpoints"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|e| e["conditions"]["ready"].is_boolean())
+        .unwrap();
+    let ready = endpoint["conditions"]["ready"].as_bool().unwrap();
+    endpoint["conditions"]["ready"] = Value::from(!ready);
+    (service, ready)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audit_names_exactly_the_service_and_field_that_differ() {
     let _cpu = crate::shares_cpu().await;
@@ -185,22 +205,7 @@ async fn audit_names_exactly_the_service_and_field_that_differ() {
             },
             "endpoints",
         ),
-        (
-            "a ready flag flipped",
-            |u| {
-                let (slice, service) = pick_slice(u, |e| e["conditions"]["ready"].is_boolean());
-                let endpoint = slice["endpoints"]
-                    .as_array_mut()
-                    .unwrap()
-                    .iter_mut()
-                    .find(|e| e["conditions"]["ready"].is_boolean())
-                    .unwrap();
-                let ready = endpoint["conditions"]["ready"].as_bool().unwrap();
-                endpoint["conditions"]["ready"] = Value::from(!ready);
-                service
-            },
-            "endpoints",
-        ),
+        ("a ready flag flipped", |u| flip_ready(u).0, "endpoints"),
         (
             "a hint changed",
             |u| {
@@ -255,6 +260,81 @@ async fn audit_names_exactly_the_service_and_field_that_differ() {
         assert_eq!(writes(handle.server()), 0, "{what}: audit wrote");
         handle.shutdown().await.unwrap();
     }
+}
+
+/// What v1.34's kube-controller-manager wrote for `public-appprotocol-ports` (ports in MD5
+/// order) is the same for an audit following v1.34, the cluster's version, and for one
+/// following v1.36, which would not rewrite it for its order alone. What v1.36 wrote
+/// (FNV-128a order) differs under v1.34's rules, which would rewrite it, and the audit says
+/// so in one line. A changed ready condition differs whatever the version, named in one line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_follows_the_clusters_version_and_ignores_orders_it_would_not_rewrite() {
+    let _cpu = crate::shares_cpu().await;
+    let dir = tempfile::tempdir().unwrap();
+    let case_dir = corpus().join("../versions/v1.34/public-appprotocol-ports");
+    let case = load_case(&case_dir).unwrap();
+    assert_eq!(case.version.to_string(), "v1.34");
+    let upstream = case.upstream.clone().unwrap();
+    let summary = |out: &Output| {
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        (out.status.code(), format!("{stdout}{stderr}"))
+    };
+
+    let (handle, kubeconfig) = cluster_with(&case, &upstream, dir.path()).await;
+    let (code, text) = summary(&audit(&kubeconfig, &case_dir, &[]).await);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("(following kube-controller-manager v1.34)"),
+        "{text}"
+    );
+    let (code, text) = summary(&audit(&kubeconfig, &case_dir, &["--emulated-version=1.36"]).await);
+    assert_eq!(
+        code,
+        Some(0),
+        "order only, which v1.36 leaves alone: {text}"
+    );
+    assert!(text.contains("v1.36"), "{text}");
+    assert_eq!(writes(handle.server()), 0);
+    handle.shutdown().await.unwrap();
+
+    // v1.36's objects, judged by v1.34's rules: its Endpoints would be rewritten.
+    let v136_dir = corpus().join("public-appprotocol-ports");
+    let v136 = load_case(&v136_dir).unwrap();
+    let (handle, kubeconfig) =
+        cluster_with(&v136, v136.upstream.as_ref().unwrap(), dir.path()).await;
+    let (code, text) = summary(&audit(&kubeconfig, &v136_dir, &["--emulated-version=1.34"]).await);
+    assert_eq!(code, Some(1), "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.contains(": differs"))
+        .unwrap_or_default();
+    assert!(
+        line.contains("ports in another order, which kube-controller-manager v1.34 rewrites"),
+        "{text}"
+    );
+    handle.shutdown().await.unwrap();
+
+    // A ready condition flipped is a difference under either version's rules.
+    let mut flipped = upstream.clone();
+    let (service, ready) = flip_ready(&mut flipped);
+    let (handle, kubeconfig) = cluster_with(&case, &flipped, dir.path()).await;
+    for version in [&[][..], &["--emulated-version=1.36"][..]] {
+        let (code, text) = summary(&audit(&kubeconfig, &case_dir, version).await);
+        assert_eq!(code, Some(1), "{version:?}: {text}");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{service}: differs")))
+            .unwrap_or_default();
+        assert!(
+            line.contains(&format!(
+                "conditions.ready {ready} in the plan, {} in the cluster",
+                !ready
+            )),
+            "{version:?}: {text}"
+        );
+    }
+    handle.shutdown().await.unwrap();
 }
 
 fn only_reads(server: &apiserver::ApiServer) -> Vec<String> {

@@ -1,9 +1,10 @@
 //! Every recorded upstream case, through the path `plan` uses (the controllers on an
 //! in-process server) and through the live controllers over TCP, compared with what
 //! kube-controller-manager wrote. Dynamic cases (with `steps.yaml`) run live only, and their
-//! writes during the steps are compared too.
+//! writes during the steps are compared too. Every version's recordings run, each following
+//! the rules of the version that wrote it.
 
-use crate::corpus;
+use crate::{corpus, every_version_corpus};
 use controller::wire::Encoding;
 use kubectl_endpoints::conformance::{
     compare, compare_by, find_cases, load_case, run_dynamic, run_offline, upstream_written, Rules,
@@ -18,12 +19,15 @@ fn failure(case: &str, diffs: &[String]) -> Option<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plan_matches_upstream_on_every_recorded_case() {
+async fn plan_matches_upstream_on_every_recorded_case_of_every_version() {
     let _cpu = crate::shares_cpu().await;
-    let cases = find_cases(&corpus()).expect("corpus present");
+    let cases: Vec<_> = every_version_corpus()
+        .iter()
+        .flat_map(|dir| find_cases(dir).expect("corpus present"))
+        .collect();
     assert!(
-        cases.len() >= 12,
-        "expected the recorded corpus, found {} cases",
+        cases.len() >= 4 * 12,
+        "expected the recorded corpus of four versions, found {} cases",
         cases.len()
     );
     let mut failures = Vec::new();
@@ -35,7 +39,7 @@ async fn plan_matches_upstream_on_every_recorded_case() {
         let upstream = case.upstream.as_ref().expect("recorded case");
         let ours = run_offline(&case).await.expect("the controllers settle");
         let diffs = compare(&ours, &upstream_written(upstream).expect("recording reads"));
-        failures.extend(failure(&case.name, &diffs));
+        failures.extend(failure(&format!("{} {}", case.version, case.name), &diffs));
     }
     assert!(
         failures.is_empty(),
@@ -62,31 +66,36 @@ async fn the_comparison_notices_a_wrong_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn live_controllers_match_upstream_on_every_recorded_case() {
+async fn live_controllers_match_upstream_on_every_recorded_case_of_every_version() {
     let _cpu = crate::shares_cpu().await;
-    live_controllers_match_upstream_in(Encoding::Protobuf).await;
+    live_controllers_match_upstream_in(Encoding::Protobuf, &every_version_corpus()).await;
 }
 
-/// The same pass with `--kube-api-content-type=application/json`.
+/// The same pass with `--kube-api-content-type=application/json`, on v1.36's recordings (the
+/// encoding and the version are independent).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn live_controllers_speaking_json_match_upstream_on_every_recorded_case() {
     let _cpu = crate::shares_cpu().await;
-    live_controllers_match_upstream_in(Encoding::Json).await;
+    live_controllers_match_upstream_in(Encoding::Json, &[corpus()]).await;
 }
 
-async fn live_controllers_match_upstream_in(encoding: Encoding) {
+async fn live_controllers_match_upstream_in(encoding: Encoding, corpora: &[std::path::PathBuf]) {
     use kubectl_endpoints::conformance::run_live_in;
     let mut failures = Vec::new();
-    for dir in find_cases(&corpus()).expect("corpus present") {
+    let dirs = corpora
+        .iter()
+        .flat_map(|dir| find_cases(dir).expect("corpus present"));
+    for dir in dirs {
         let case = load_case(&dir).expect("case loads");
         if case.steps.is_some() {
             continue;
         }
         let upstream = upstream_written(case.upstream.as_ref().expect("recorded case"))
             .expect("recording reads");
+        let name = format!("{} {}", case.version, case.name);
         match run_live_in(&case, encoding).await {
-            Ok(written) => failures.extend(failure(&case.name, &compare(&written, &upstream))),
-            Err(err) => failures.push(format!("{}: {err:#}", case.name)),
+            Ok(written) => failures.extend(failure(&name, &compare(&written, &upstream))),
+            Err(err) => failures.push(format!("{name}: {err:#}")),
         }
     }
     assert!(
@@ -97,11 +106,15 @@ async fn live_controllers_match_upstream_in(encoding: Encoding) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn dynamic_cases_reach_upstreams_objects_with_no_more_writes() {
+async fn dynamic_cases_of_every_version_reach_upstreams_objects_with_no_more_writes() {
     let _cpu = crate::alone().await;
     let mut failures = Vec::new();
     let mut ran = 0;
-    for dir in find_cases(&corpus()).expect("corpus present") {
+    let dirs: Vec<_> = every_version_corpus()
+        .iter()
+        .flat_map(|dir| find_cases(dir).expect("corpus present"))
+        .collect();
+    for dir in dirs {
         let case = load_case(&dir).expect("case loads");
         if case.steps.is_none() {
             continue;
@@ -109,19 +122,19 @@ async fn dynamic_cases_reach_upstreams_objects_with_no_more_writes() {
         ran += 1;
         let recorded = case.upstream.as_ref().expect("recorded case");
         let upstream_writes = Writes::from_upstream(recorded).expect("upstream writes recorded");
+        let name = format!("{} {}", case.version, case.name);
         match run_dynamic(&case).await {
             Ok((written, writes)) => {
                 println!(
-                    "{}: writes {}",
-                    case.name,
+                    "{name}: writes {}",
                     describe_writes(&writes, &upstream_writes)
                 );
                 let upstream = upstream_written(recorded).expect("recording reads");
                 let mut diffs = compare_by(&written, &upstream, Rules::Dynamic);
                 diffs.extend(compare_writes(&writes, &upstream_writes));
-                failures.extend(failure(&case.name, &diffs));
+                failures.extend(failure(&name, &diffs));
             }
-            Err(err) => failures.push(format!("{}: {err:#}", case.name)),
+            Err(err) => failures.push(format!("{name}: {err:#}")),
         }
     }
     assert!(ran >= 1, "no dynamic case in the corpus");

@@ -25,6 +25,25 @@ fn corpus() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases")
 }
 
+/// The recordings of every Kubernetes version: `cases/` (v1.36) and each older version's
+/// `versions/v1.3X/` (the same cases' answers, read with the inputs under `cases/`).
+fn every_version_corpus() -> Vec<std::path::PathBuf> {
+    let versions = corpus().join("../versions");
+    let mut dirs = vec![corpus()];
+    for version in reconcile::KubeVersion::supported() {
+        let dir = versions.join(version.to_string());
+        if dir.is_dir() {
+            dirs.push(dir);
+        }
+    }
+    assert_eq!(
+        dirs.len(),
+        4,
+        "v1.36 and the recordings of v1.33, v1.34, v1.35"
+    );
+    dirs
+}
+
 /// Held by the tests that keep the CPU busy (controllers and a server planning or syncing every
 /// case flat out), shared among them ([`shares_cpu`]), and alone ([`alone`]) by the test that
 /// counts the controllers' writes against upstream's (how many writes a burst takes depends on
