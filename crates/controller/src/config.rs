@@ -108,6 +108,9 @@ pub enum SettingsError {
          1.2 x --leader-elect-retry-period"
     )]
     LeaderElectionTimings,
+    /// A `--feature-gates` value the pinned `--emulated-version` refuses.
+    #[error(transparent)]
+    FeatureGate(#[from] reconcile::kube_version::GateError),
 }
 
 impl Settings {
@@ -144,6 +147,12 @@ impl Settings {
         }
         if self.leader_election.enabled {
             self.leader_election.validate()?;
+        }
+        // With the version pinned, its gates can be checked now; otherwise once the API
+        // server's version is known.
+        if let Some(version) = self.emulated_version {
+            let gates = self.feature_gates.iter().map(|(n, on)| (n.as_str(), *on));
+            reconcile::VersionRules::of(version).with_feature_gates(gates)?;
         }
         Ok(())
     }
@@ -247,6 +256,22 @@ mod tests {
         assert_eq!(election.retry_period, Duration::from_secs(2));
         assert_eq!(election.resource_namespace, "kube-system");
         assert_eq!(settings.validate(), Ok(()));
+    }
+
+    #[test]
+    fn a_gate_the_pinned_version_locks_is_refused_before_anything_starts() {
+        let pinned = |minor, on| {
+            validated(|s| {
+                s.emulated_version = Some(reconcile::KubeVersion::new(1, minor));
+                s.feature_gates = vec![("PreferSameTrafficDistribution".into(), on)];
+            })
+        };
+        assert_eq!(pinned(34, false), Ok(()));
+        assert_eq!(pinned(35, true), Ok(()));
+        assert!(matches!(
+            pinned(35, false),
+            Err(SettingsError::FeatureGate(_))
+        ));
     }
 
     /// What `validate` says of the default settings changed by `change`.
