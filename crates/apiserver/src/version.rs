@@ -33,12 +33,10 @@ impl ServerVersion {
 
     /// Applies kube-apiserver's `--feature-gates` that matter here:
     /// `PreferSameTrafficDistribution` and `WatchList`. Others change nothing.
-    pub fn with_feature_gates<'a>(
-        mut self,
-        gates: impl IntoIterator<Item = (&'a str, bool)>,
-    ) -> Self {
+    pub fn with_feature_gates<G: AsRef<str>>(mut self, gates: &[(G, bool)]) -> Self {
         for (name, on) in gates {
-            match name {
+            let on = *on;
+            match name.as_ref() {
                 reconcile::kube_version::PREFER_SAME_TRAFFIC_DISTRIBUTION => {
                     self.prefer_same_traffic_distribution = on;
                 }
@@ -91,7 +89,7 @@ mod tests {
         assert!(!v133.watch_list && !v133.prefer_same_traffic_distribution);
         assert_eq!(v133.traffic_distributions(), [PREFER_CLOSE]);
         assert_eq!(v133.git_version(), "v1.33.13-kube-endpoints");
-        let gated = v133.with_feature_gates([("PreferSameTrafficDistribution", true)]);
+        let gated = v133.with_feature_gates(&[("PreferSameTrafficDistribution", true)]);
         assert_eq!(gated.traffic_distributions().len(), 3);
         for minor in 34..=36 {
             let v = ServerVersion::of(KubeVersion::new(1, minor));

@@ -151,10 +151,17 @@ impl Settings {
         // With the version pinned, its gates can be checked now; otherwise once the API
         // server's version is known.
         if let Some(version) = self.emulated_version {
-            let gates = self.feature_gates.iter().map(|(n, on)| (n.as_str(), *on));
-            reconcile::VersionRules::of(version).with_feature_gates(gates)?;
+            self.rules_of(version)?;
         }
         Ok(())
+    }
+
+    /// The rules of `version`'s kube-controller-manager under `--feature-gates`.
+    pub fn rules_of(
+        &self,
+        version: reconcile::KubeVersion,
+    ) -> Result<reconcile::VersionRules, reconcile::kube_version::GateError> {
+        reconcile::VersionRules::of(version).with_feature_gates(&self.feature_gates)
     }
 }
 

@@ -39,6 +39,9 @@ pub enum VersionError {
     /// A `--feature-gates` value that version's kube-controller-manager refuses.
     #[error(transparent)]
     Gate(#[from] reconcile::kube_version::GateError),
+    /// The API server's `/version` did not answer.
+    #[error("reading the API server's /version: {0}")]
+    Request(#[from] kube::Error),
     /// The API server's `/version` names no version.
     #[error("the API server's /version names no Kubernetes version (gitVersion {0:?}); pin one with --emulated-version")]
     Unreadable(String),
@@ -63,20 +66,10 @@ pub async fn follow(
             (version, Source::ApiServer)
         }
     };
-    if !version.is_supported() {
-        tracing::warn!(
-            %version,
-            followed = %version.nearest_supported(),
-            "kube-endpoints knows the controllers of Kubernetes {} to {}; following the nearest",
-            KubeVersion::OLDEST,
-            KubeVersion::NEWEST,
-        );
+    if let Some(warning) = version.unsupported_warning() {
+        tracing::warn!("{warning}");
     }
-    let gates = settings
-        .feature_gates
-        .iter()
-        .map(|(name, on)| (name.as_str(), *on));
-    let rules = VersionRules::of(version).with_feature_gates(gates)?;
+    let rules = settings.rules_of(version)?;
     tracing::info!(
         followed = %rules,
         source = source.label(),
@@ -87,6 +80,15 @@ pub async fn follow(
     Ok(Some(rules))
 }
 
+/// The version the API server `client` talks to reports through `/version`, asked once.
+pub async fn read_server_version(client: &kube::Client) -> Result<KubeVersion, VersionError> {
+    let info = client.apiserver_version().await?;
+    KubeVersion::from_server(&info.major, &info.minor, &info.git_version)
+        .ok_or(VersionError::Unreadable(info.git_version))
+}
+
+/// [`read_server_version`], asked again with a growing delay while the server does not
+/// answer; `None` on `shutdown`.
 async fn server_version(
     client: &kube::Client,
     shutdown: &CancellationToken,
@@ -94,16 +96,12 @@ async fn server_version(
     let mut delay = Duration::from_millis(200);
     loop {
         let answer = tokio::select! {
-            answer = client.apiserver_version() => answer,
+            answer = read_server_version(client) => answer,
             () = shutdown.cancelled() => return Ok(None),
         };
         match answer {
-            Ok(info) => {
-                return KubeVersion::from_server(&info.major, &info.minor, &info.git_version)
-                    .map(Some)
-                    .ok_or(VersionError::Unreadable(info.git_version));
-            }
-            Err(error) => {
+            Ok(version) => return Ok(Some(version)),
+            Err(VersionError::Request(error)) => {
                 tracing::warn!(%error, retry_in = ?delay, "reading the API server's /version");
                 tokio::select! {
                     () = tokio::time::sleep(delay) => {}
@@ -111,6 +109,7 @@ async fn server_version(
                 }
                 delay = (delay * 2).min(Duration::from_secs(10));
             }
+            Err(error) => return Err(error),
         }
     }
 }
@@ -135,16 +134,21 @@ fn register(registry: &prometheus::Registry, rules: &VersionRules, source: Sourc
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_pinned_version_is_followed_without_asking_the_server_and_published() {
-        // No server behind this client: a pinned version must not need one.
+    /// A client with no server behind it (a pinned version must not need one), and settings
+    /// pinning v1.`minor` with `PreferSameTrafficDistribution` set to `gate`.
+    fn pinned(minor: u32, gate: bool) -> (kube::Client, Settings) {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        let client = kube::Client::try_from(config).unwrap();
         let settings = Settings {
-            emulated_version: Some(KubeVersion::new(1, 33)),
-            feature_gates: vec![("PreferSameTrafficDistribution".into(), true)],
+            emulated_version: Some(KubeVersion::new(1, minor)),
+            feature_gates: vec![("PreferSameTrafficDistribution".into(), gate)],
             ..Settings::default()
         };
+        (kube::Client::try_from(config).unwrap(), settings)
+    }
+
+    #[tokio::test]
+    async fn a_pinned_version_is_followed_without_asking_the_server_and_published() {
+        let (client, settings) = pinned(33, true);
         let registry = prometheus::Registry::new();
         let rules = follow(&client, &settings, &registry, &CancellationToken::new())
             .await
@@ -163,13 +167,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_gate_the_version_locks_is_refused() {
-        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
-        let client = kube::Client::try_from(config).unwrap();
-        let settings = Settings {
-            emulated_version: Some(KubeVersion::new(1, 35)),
-            feature_gates: vec![("PreferSameTrafficDistribution".into(), false)],
-            ..Settings::default()
-        };
+        let (client, settings) = pinned(35, false);
         let error = follow(
             &client,
             &settings,

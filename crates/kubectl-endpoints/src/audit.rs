@@ -22,7 +22,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Client;
 use reconcile::compare::{differences, Objects, Rules, Sides};
 use reconcile::endpoints::repack::repack_subsets;
-use reconcile::VersionRules;
+use reconcile::kube_version::OrderHash;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -99,48 +99,52 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
     let planned = plan(objects, &settings)
         .await
         .context("running the controllers on a copy of the cluster")?;
-    // What the followed version would not rewrite for its order alone is put in its order,
-    // on both sides alike (the hand-written Endpoints of selector-less Services are on both).
-    let (endpoints, slices) = in_free_order(&planned.endpoints, &planned.slices, &rules);
-    let ours = Objects::new(&endpoints, &slices);
-    let (endpoints, slices) = in_free_order(&snapshot.endpoints, &snapshot.slices, &rules);
-    let theirs = Objects::new(&endpoints, &slices);
-    // The same with every port order ignored: a difference gone there is one of order only.
-    let all_orders = VersionRules {
-        endpoints_skip_repacked: true,
-        ..rules
+    // What the followed version would not rewrite for its order alone is compared in its
+    // order, on both sides alike (the hand-written Endpoints of selector-less Services are on
+    // both): a slice's ports always, an Endpoints object repacked from v1.35.
+    let hash = rules.order_hash;
+    let (our_slices, their_slices) = (
+        in_port_order(&planned.slices, hash),
+        in_port_order(&snapshot.slices, hash),
+    );
+    let (our_repacked, their_repacked) = (
+        repacked(&planned.endpoints, hash),
+        repacked(&snapshot.endpoints, hash),
+    );
+    let (our_endpoints, their_endpoints) = if rules.endpoints_skip_repacked {
+        (&our_repacked, &their_repacked)
+    } else {
+        (&planned.endpoints, &snapshot.endpoints)
     };
-    let (endpoints, slices) = in_free_order(&planned.endpoints, &planned.slices, &all_orders);
-    let ours_any_order = Objects::new(&endpoints, &slices);
-    let (endpoints, slices) = in_free_order(&snapshot.endpoints, &snapshot.slices, &all_orders);
-    let theirs_any_order = Objects::new(&endpoints, &slices);
+    let ours = Objects::new(our_endpoints, &our_slices);
+    let theirs = Objects::new(their_endpoints, &their_slices);
+    // A running cluster has been through changes, so slices are compared as in the corpus'
+    // dynamic cases: by the total endpoints of each port list, not slice by slice (how they
+    // are spread over slices depends on the order changes came in), and without trigger times.
+    let found = differences(&ours, &theirs, Rules::Dynamic, SIDES);
+    // Up to v1.34 the Endpoints' order counts: a Service whose differences all go once both
+    // sides are repacked differs in that order only.
+    let differs_repacked: Option<BTreeSet<String>> =
+        (!rules.endpoints_skip_repacked && !found.is_empty()).then(|| {
+            let ours = Objects::new(&our_repacked, &our_slices);
+            let theirs = Objects::new(&their_repacked, &their_slices);
+            differences(&ours, &theirs, Rules::Dynamic, SIDES)
+                .into_iter()
+                .map(|d| d.subject)
+                .collect()
+        });
 
     let mut by_service: BTreeMap<String, (Vec<String>, Vec<String>)> = service_keys
         .iter()
         .map(|k| (k.clone(), Default::default()))
         .collect();
-    // A running cluster has been through changes, so slices are compared as in the corpus'
-    // dynamic cases: by the total endpoints of each port list, not slice by slice (how they
-    // are spread over slices depends on the order changes came in), and without trigger times.
-    let order_only: BTreeSet<String> = {
-        let remaining: BTreeSet<String> =
-            differences(&ours_any_order, &theirs_any_order, Rules::Dynamic, SIDES)
-                .into_iter()
-                .map(|d| d.subject)
-                .collect();
-        differences(&ours, &theirs, Rules::Dynamic, SIDES)
-            .into_iter()
-            .map(|d| d.subject)
-            .filter(|subject| !remaining.contains(subject))
-            .collect()
-    };
-    for difference in differences(&ours, &theirs, Rules::Dynamic, SIDES) {
+    for difference in found {
         let (reasons, lines) = by_service.entry(difference.subject.clone()).or_default();
-        let reason = if order_only.contains(&difference.subject) {
-            format!(
-                "ports in another order, which kube-controller-manager {} rewrites",
-                rules.version
-            )
+        let order_only = differs_repacked
+            .as_ref()
+            .is_some_and(|remaining| !remaining.contains(&difference.subject));
+        let reason = if order_only {
+            rules.port_order_rewritten()
         } else {
             difference.summary()
         };
@@ -171,35 +175,20 @@ pub async fn audit(client: &Client, scope: &AuditScope) -> Result<AuditReport> {
     })
 }
 
-/// Copies of the cluster's objects with the orders `rules`' kube-controller-manager would
-/// leave alone put in its own: every slice's ports, and from v1.35 every Endpoints object's
-/// subsets repacked (their ports then in that version's order).
-fn in_free_order(
-    endpoints: &[Endpoints],
-    slices: &[EndpointSlice],
-    rules: &VersionRules,
-) -> (Vec<Endpoints>, Vec<EndpointSlice>) {
-    let slices = slices
-        .iter()
-        .cloned()
-        .map(|mut slice| {
-            if let Some(ports) = slice.ports.as_mut() {
-                reconcile::slice::port_groups::sort_ports(ports, rules.order_hash);
-            }
-            slice
-        })
-        .collect();
-    let endpoints = endpoints
-        .iter()
-        .cloned()
-        .map(|mut e| {
-            if rules.endpoints_order_is_free() {
-                if let Some(subsets) = e.subsets.as_mut() {
-                    *subsets = repack_subsets(subsets, rules.order_hash);
-                }
-            }
-            e
-        })
-        .collect();
-    (endpoints, slices)
+/// Copies of `slices` with their ports sorted by `hash`.
+fn in_port_order(slices: &[EndpointSlice], hash: OrderHash) -> Vec<EndpointSlice> {
+    let mut slices = slices.to_vec();
+    for ports in slices.iter_mut().filter_map(|s| s.ports.as_mut()) {
+        reconcile::slice::port_groups::sort_ports(ports, hash);
+    }
+    slices
+}
+
+/// Copies of `endpoints` with their subsets repacked, ports sorted by `hash`.
+fn repacked(endpoints: &[Endpoints], hash: OrderHash) -> Vec<Endpoints> {
+    let mut endpoints = endpoints.to_vec();
+    for subsets in endpoints.iter_mut().filter_map(|e| e.subsets.as_mut()) {
+        *subsets = repack_subsets(subsets, hash);
+    }
+    endpoints
 }

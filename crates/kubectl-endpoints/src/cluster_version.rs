@@ -2,7 +2,7 @@
 //! with `--emulated-version`, otherwise the cluster's own, read from its `/version` as the
 //! controllers read it at start.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kube_endpoints::flags::OutputFlags;
 use reconcile::KubeVersion;
 
@@ -13,27 +13,12 @@ pub async fn follow_cluster(client: &kube::Client, flags: &mut OutputFlags) -> R
     if let Some(version) = flags.emulated_version {
         return Ok(version);
     }
-    let info = client
-        .apiserver_version()
-        .await
-        .context("reading the API server's /version")?;
-    let version = KubeVersion::from_server(&info.major, &info.minor, &info.git_version)
-        .with_context(|| {
-            format!(
-                "the API server's /version names no Kubernetes version (gitVersion {:?}); \
-                 pin one with --emulated-version",
-                info.git_version
-            )
-        })?;
-    let followed = version.nearest_supported();
-    if followed != version {
-        eprintln!(
-            "warning: the cluster runs Kubernetes {version}; kube-endpoints knows the controllers \
-             of {} to {} and follows {followed}",
-            KubeVersion::OLDEST,
-            KubeVersion::NEWEST
-        );
+    let version = controller::followed_version::read_server_version(client).await?;
+    // These commands print their answer alone, without the controllers' log: say it here.
+    if let Some(warning) = version.unsupported_warning() {
+        eprintln!("warning: {warning}");
     }
+    let followed = version.nearest_supported();
     flags.emulated_version = Some(followed);
     Ok(followed)
 }

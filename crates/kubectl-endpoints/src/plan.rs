@@ -182,28 +182,21 @@ pub async fn plan(objects: Vec<Value>, settings: &PlanSettings) -> Result<Outcom
 pub fn embedded_server_version(
     settings: &controller::config::Settings,
 ) -> apiserver::ServerVersion {
-    let version = settings
+    apiserver::ServerVersion::of(offline_version(settings))
+        .with_feature_gates(&settings.feature_gates)
+}
+
+/// The version an offline run follows: `--emulated-version`, v1.36 without it.
+fn offline_version(settings: &controller::config::Settings) -> reconcile::KubeVersion {
+    settings
         .emulated_version
-        .unwrap_or(reconcile::KubeVersion::NEWEST);
-    apiserver::ServerVersion::of(version).with_feature_gates(
-        settings
-            .feature_gates
-            .iter()
-            .map(|(name, on)| (name.as_str(), *on)),
-    )
+        .unwrap_or(reconcile::KubeVersion::NEWEST)
 }
 
 /// The rules controllers with these settings follow on an embedded server
 /// ([`embedded_server_version`]): those of its version with `--feature-gates`.
 pub fn followed_rules(settings: &controller::config::Settings) -> Result<reconcile::VersionRules> {
-    let version = settings
-        .emulated_version
-        .unwrap_or(reconcile::KubeVersion::NEWEST);
-    let gates = settings
-        .feature_gates
-        .iter()
-        .map(|(name, on)| (name.as_str(), *on));
-    Ok(reconcile::VersionRules::of(version).with_feature_gates(gates)?)
+    Ok(settings.rules_of(offline_version(settings))?)
 }
 
 /// The options with one worker per controller and no batching, whatever the flags said:

@@ -45,6 +45,19 @@ impl KubeVersion {
         (Self::OLDEST..=Self::NEWEST).contains(&self)
     }
 
+    /// For a version whose rules we do not know, the warning to give: which versions we know
+    /// and which one is followed instead. `None` for a known one.
+    pub fn unsupported_warning(self) -> Option<String> {
+        (!self.is_supported()).then(|| {
+            format!(
+                "Kubernetes {self}: kube-endpoints knows the controllers of {} to {} and follows {}",
+                Self::OLDEST,
+                Self::NEWEST,
+                self.nearest_supported()
+            )
+        })
+    }
+
     /// Reads the version out of an API server's `/version` answer: `major` and `minor` as
     /// the server gives them (`"1"`, `"34"`, or `"34+"` as some distributions report), with
     /// `gitVersion` (`v1.34.9`, `v1.34.9+k3s1`) as the fallback when they are not numbers.
@@ -184,12 +197,13 @@ impl VersionRules {
     /// Applies kube-controller-manager's `--feature-gates` to these rules. Gates that change
     /// nothing here are ignored; `PreferSameTrafficDistribution=false` is refused where that
     /// version locks it on, as kube-controller-manager refuses it.
-    pub fn with_feature_gates<'a>(
+    pub fn with_feature_gates<G: AsRef<str>>(
         mut self,
-        gates: impl IntoIterator<Item = (&'a str, bool)>,
+        gates: &[(G, bool)],
     ) -> Result<Self, GateError> {
         for (name, on) in gates {
-            if name == PREFER_SAME_TRAFFIC_DISTRIBUTION {
+            let on = *on;
+            if name.as_ref() == PREFER_SAME_TRAFFIC_DISTRIBUTION {
                 if !on && self.version.minor >= 35 {
                     return Err(GateError::Locked {
                         gate: PREFER_SAME_TRAFFIC_DISTRIBUTION,
@@ -202,11 +216,13 @@ impl VersionRules {
         Ok(self)
     }
 
-    /// Whether kube-controller-manager of this version would leave alone a v1 Endpoints
-    /// object that differs from what it would write only in the order of ports within its
-    /// subsets (or of its subsets). EndpointSlices are never rewritten for their port order.
-    pub fn endpoints_order_is_free(&self) -> bool {
-        self.endpoints_skip_repacked
+    /// How a difference in port order alone is named where this version rewrites it (an
+    /// Endpoints object, up to v1.34).
+    pub fn port_order_rewritten(&self) -> String {
+        format!(
+            "ports in another order, which kube-controller-manager {} rewrites",
+            self.version
+        )
     }
 }
 
@@ -298,6 +314,11 @@ mod tests {
             KubeVersion::NEWEST
         );
         assert!(!KubeVersion::new(1, 32).is_supported());
+        assert_eq!(
+            KubeVersion::new(1, 32).unsupported_warning().as_deref(),
+            Some("Kubernetes v1.32: kube-endpoints knows the controllers of v1.33 to v1.36 and follows v1.33")
+        );
+        assert_eq!(KubeVersion::new(1, 34).unsupported_warning(), None);
         assert!(KubeVersion::new(1, 33).is_supported());
     }
 
@@ -307,27 +328,27 @@ mod tests {
         let off = [(PREFER_SAME_TRAFFIC_DISTRIBUTION, false)];
         let v133 = VersionRules::of(KubeVersion::new(1, 33));
         assert!(
-            v133.with_feature_gates(on)
+            v133.with_feature_gates(&on)
                 .unwrap()
                 .prefer_same_traffic_distribution
         );
         let v134 = VersionRules::of(KubeVersion::new(1, 34));
         assert!(
             !v134
-                .with_feature_gates(off)
+                .with_feature_gates(&off)
                 .unwrap()
                 .prefer_same_traffic_distribution
         );
         let v135 = VersionRules::of(KubeVersion::new(1, 35));
-        assert!(v135.with_feature_gates(off).is_err());
-        assert_eq!(v135.with_feature_gates(on), Ok(v135));
+        assert!(v135.with_feature_gates(&off).is_err());
+        assert_eq!(v135.with_feature_gates(&on), Ok(v135));
         // Other gates change nothing here.
         assert_eq!(
-            v133.with_feature_gates([("TopologyAwareHints", true)]),
+            v133.with_feature_gates(&[("TopologyAwareHints", true)]),
             Ok(v133)
         );
         assert_eq!(
-            v133.with_feature_gates(on).unwrap().to_string(),
+            v133.with_feature_gates(&on).unwrap().to_string(),
             "v1.33 with PreferSameTrafficDistribution=true"
         );
         assert_eq!(v135.to_string(), "v1.35");

@@ -122,10 +122,7 @@ fn what_differs(
     );
     let same_labels = planned.metadata.labels == current.metadata.labels;
     if same_labels && planned.subsets.as_deref().unwrap_or_default() == repacked.as_slice() {
-        return format!(
-            "ports in another order, which kube-controller-manager {} rewrites",
-            rules.version
-        );
+        return rules.port_order_rewritten();
     }
     let sides = Sides {
         ours: "shadow",

@@ -96,11 +96,8 @@ pub async fn start(
 /// Runs the command.
 pub async fn run(args: ApiServerArgs) -> Result<()> {
     check_listen(args.listen, args.allow_remote)?;
-    let version = apiserver::ServerVersion::of(args.emulated_version).with_feature_gates(
-        args.feature_gates
-            .iter()
-            .map(|(name, on)| (name.as_str(), *on)),
-    );
+    let version =
+        apiserver::ServerVersion::of(args.emulated_version).with_feature_gates(&args.feature_gates);
     let handle = start(
         args.listen,
         &args.files,

@@ -318,7 +318,7 @@ fn prefer_same_values_count_as_unset_where_their_gate_is_off() {
         let mut gated = World::following(KubeVersion::new(1, 33));
         gated.rules = gated
             .rules
-            .with_feature_gates([(PREFER_SAME_TRAFFIC_DISTRIBUTION, true)])
+            .with_feature_gates(&[(PREFER_SAME_TRAFFIC_DISTRIBUTION, true)])
             .unwrap();
         for mut world in [World::following(KubeVersion::new(1, 34)), gated] {
             let plan = world.plan(&svc, &p, &[]);
