@@ -317,13 +317,13 @@ impl LiveServer {
 
 /// The embedded API server of a live run: of the version that recorded the case, with the
 /// case's feature gates. The controllers follow the version its `/version` reports.
-fn live_server_config(case: &Case) -> Result<apiserver::Config> {
-    let mut settings = live_options(case)?.settings;
+fn live_server_config(case: &Case, options: &controller::Options) -> apiserver::Config {
+    let mut settings = options.settings.clone();
     settings.emulated_version.get_or_insert(case.version);
-    Ok(apiserver::Config {
+    apiserver::Config {
         version: crate::plan::embedded_server_version(&settings),
         ..apiserver::Config::default()
-    })
+    }
 }
 
 /// The three controllers with the case's flags and kube-controller-manager's defaults for
@@ -353,8 +353,8 @@ pub async fn run_live(case: &Case) -> Result<Written> {
 
 /// [`run_live`], the controllers speaking `encoding` (`--kube-api-content-type`).
 pub async fn run_live_in(case: &Case, encoding: controller::wire::Encoding) -> Result<Written> {
-    let server = LiveServer::start(case, live_server_config(case)?).await?;
     let mut options = live_options(case)?;
+    let server = LiveServer::start(case, live_server_config(case, &options)).await?;
     options.settings.client.encoding = encoding;
     let clients = server.controller_clients(&options)?;
     let wire = clients.wire.clone();
@@ -381,9 +381,10 @@ pub async fn run_live_in(case: &Case, encoding: controller::wire::Encoding) -> R
 /// what they wrote during the steps is counted. Returns the objects left and the writes.
 pub async fn run_dynamic(case: &Case) -> Result<(Written, Writes)> {
     let steps = case.steps.as_deref().unwrap_or_default();
+    let options = live_options(case)?;
     let config = apiserver::Config {
         record_requests: true,
-        ..live_server_config(case)?
+        ..live_server_config(case, &options)
     };
     let server = LiveServer::start(case, config).await?;
     let (handle, client) = (&server.handle, &server.client);
@@ -391,7 +392,6 @@ pub async fn run_dynamic(case: &Case) -> Result<(Written, Writes)> {
     let readiness = controller::health::Readiness::new();
     let activity = controller::Activity::new();
     let token = tokio_util::sync::CancellationToken::new();
-    let options = live_options(case)?;
     let task = {
         let (clients, readiness, activity, token) = (
             server.controller_clients(&options)?,
