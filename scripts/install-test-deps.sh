@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end tests use when it is missing: Debian's kubectl (the embedded
-# API server driven by kubectl, and the kubectl plugin), buildah (the image test) and Go
-# (`go tool pprof` reads the CPU profile of /debug/pprof/profile). Best
-# effort: a test whose tool is missing says so and is skipped, except under CI=true, where
-# the tests that need them fail.
+# API server driven by kubectl, and the kubectl plugin), buildah (the image test), Go
+# (`go tool pprof` reads the CPU profile of /debug/pprof/profile) and Prometheus (`promtool`
+# checks and unit-tests deploy/monitoring/, and a real `prometheus` scrapes the controllers
+# and evaluates the rules and the dashboard's queries). Best effort: a test whose tool is
+# missing says so and is skipped, except under CI=true, where the tests that need them fail.
 set -uo pipefail
 apt_updated=
 install() {
@@ -30,4 +31,5 @@ install() {
 install kubectl kubernetes-client
 install buildah buildah
 install go golang-go
+install promtool prometheus
 exit 0
