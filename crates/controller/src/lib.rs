@@ -62,6 +62,7 @@ pub mod state_lock;
 pub mod token_bucket;
 pub mod wire;
 pub mod worker;
+pub mod write_latency;
 pub mod written;
 
 pub use activity::Activity;
@@ -102,6 +103,7 @@ struct Assembly {
     rules: reconcile::VersionRules,
     stores: index::Stores,
     activity: Activity,
+    latency: write_latency::WriteLatency,
     /// Stops the Event senders and the informers, once the workers are done.
     background: CancellationToken,
     tasks: tokio::task::JoinSet<()>,
@@ -134,6 +136,7 @@ impl Assembly {
             events: self.recorder(controller, controller.event_component()),
             batch_period,
             rules: self.rules,
+            latency: self.latency.of(controller.controller_name()),
         }
     }
 
@@ -187,6 +190,7 @@ pub async fn run(
         clients,
         stores: stores.clone(),
         activity,
+        latency: write_latency::WriteLatency::register(registry)?,
         background: CancellationToken::new(),
         tasks: tokio::task::JoinSet::new(),
     };

@@ -25,6 +25,7 @@ use crate::events::{EventRecorder, Involved};
 use crate::field_manager::FIELD_MANAGER;
 use crate::informer::{Handler, ObjectKey, Store};
 use crate::instruments::Instruments;
+use crate::service_accounts::Identity;
 use k8s_openapi::api::core::v1::Endpoints;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -270,9 +271,11 @@ impl MigrationGuard {
         let labels = slice.metadata.labels.as_ref();
         let label = |name: &str| labels.and_then(|l| l.get(name)).map(String::as_str);
         let controller = match label(SLICE_MANAGED_BY) {
-            Some(SLICE_CONTROLLER_NAME) if self.guarded.slices => "endpointslice-controller",
+            Some(SLICE_CONTROLLER_NAME) if self.guarded.slices => {
+                Identity::EndpointSlices.controller_name()
+            }
             Some(MIRRORING_CONTROLLER_NAME) if self.guarded.mirrored_slices => {
-                "endpointslice-mirroring-controller"
+                Identity::Mirroring.controller_name()
             }
             _ => return,
         };
@@ -307,7 +310,7 @@ impl MigrationGuard {
             self.report(
                 Kind::Endpoints,
                 &key,
-                "endpoints-controller",
+                Identity::Endpoints.controller_name(),
                 service,
                 writes,
             );

@@ -83,6 +83,16 @@ impl Identity {
         Identity::Mirroring,
     ];
 
+    /// The controller's name in kube-controller-manager's `--controllers` list, as metrics
+    /// label it (`controller`).
+    pub fn controller_name(self) -> &'static str {
+        match self {
+            Identity::Endpoints => "endpoints-controller",
+            Identity::EndpointSlices => "endpointslice-controller",
+            Identity::Mirroring => "endpointslice-mirroring-controller",
+        }
+    }
+
     /// The ServiceAccount's name, as upstream names it.
     pub fn service_account(self) -> &'static str {
         match self {

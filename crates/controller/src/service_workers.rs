@@ -10,6 +10,7 @@ use crate::index::Stores;
 use crate::queue::{QueueConfig, WorkQueue};
 use crate::service_queuer::ServiceQueuer;
 use crate::worker::{run_worker, SyncError};
+use crate::write_latency::{ControllerLatency, Wrote};
 use reconcile::keys::ServiceKey;
 use std::future::Future;
 use std::sync::Arc;
@@ -30,12 +31,18 @@ pub struct ControllerParts {
     pub batch_period: Duration,
     /// The rules of the Kubernetes version the controllers follow.
     pub rules: reconcile::VersionRules,
+    /// The controller's latency SLI.
+    pub latency: ControllerLatency,
 }
 
 /// One sync of one Service, the part each controller writes itself.
 pub trait ServiceSync: Send + Sync + 'static {
-    /// Brings what the controller owns for `key` in line with the stores.
-    fn sync_service(&self, key: &ServiceKey) -> impl Future<Output = Result<(), SyncError>> + Send;
+    /// Brings what the controller owns for `key` in line with the stores, and says what it
+    /// wrote.
+    fn sync_service(
+        &self,
+        key: &ServiceKey,
+    ) -> impl Future<Output = Result<Wrote, SyncError>> + Send;
 
     /// The controller's queue, stores and workers.
     fn workers(&self) -> &ServiceWorkers;
@@ -55,6 +62,7 @@ pub struct ServiceWorkers {
     stores: Stores,
     batch_period: Duration,
     syncs: prometheus::IntCounterVec,
+    latency: ControllerLatency,
 }
 
 impl ServiceWorkers {
@@ -72,6 +80,7 @@ impl ServiceWorkers {
             stores: parts.stores.clone(),
             batch_period: parts.batch_period,
             syncs,
+            latency: parts.latency.clone(),
         })
     }
 
@@ -96,11 +105,15 @@ impl ServiceWorkers {
     pub async fn run<T: ServiceSync>(&self, target: Arc<T>, workers: usize) {
         let mut tasks = tokio::task::JoinSet::new();
         for _ in 0..workers.max(1) {
-            let (queue, target, syncs) =
-                (self.queue.clone(), Arc::clone(&target), self.syncs.clone());
+            let (queue, target, syncs, latency) = (
+                self.queue.clone(),
+                Arc::clone(&target),
+                self.syncs.clone(),
+                self.latency.clone(),
+            );
             tasks.spawn(async move {
                 let name = queue.name().to_owned();
-                run_worker(queue, |key: ServiceKey| {
+                run_worker(queue, latency, |key: ServiceKey| {
                     let (target, syncs, name) = (Arc::clone(&target), syncs.clone(), name.clone());
                     async move {
                         let start = tokio::time::Instant::now();

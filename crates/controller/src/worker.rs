@@ -3,6 +3,7 @@
 //! decides from its variant alone.
 
 use crate::queue::{QueueKey, Retry, WorkQueue};
+use crate::write_latency::{ControllerLatency, Wrote};
 use reconcile::keys::ServiceKey;
 use reconcile::slice::MissingNode;
 use std::future::Future;
@@ -60,9 +61,9 @@ pub enum SyncError {
 
 impl SyncError {
     /// The `result` label of a sync counter: success, stale or error.
-    pub fn result_label(result: &Result<(), SyncError>) -> &'static str {
+    pub fn result_label<T>(result: &Result<T, SyncError>) -> &'static str {
         match result {
-            Ok(()) => "success",
+            Ok(_) => "success",
             Err(SyncError::StaleCache { .. }) => "stale",
             Err(_) => "error",
         }
@@ -125,19 +126,28 @@ pub fn queue_after<K: QueueKey>(
     }
 }
 
-/// Runs until the queue shuts down.
-pub async fn run_worker<K, F, Fut>(queue: WorkQueue<K>, sync: F)
+/// Runs until the queue shuts down. What a successful sync wrote is timed in `latency`, from
+/// the change that asked for it; a retried key keeps that start.
+pub async fn run_worker<K, F, Fut>(queue: WorkQueue<K>, latency: ControllerLatency, sync: F)
 where
     K: QueueKey + std::fmt::Display,
     F: Fn(K) -> Fut,
-    Fut: Future<Output = Result<(), SyncError>>,
+    Fut: Future<Output = Result<Wrote, SyncError>>,
 {
     while let Some(key) = queue.get().await {
+        let since = queue.take_changed_since(&key);
         match sync(key.clone()).await {
-            Ok(()) => queue.forget(&key),
+            Ok(wrote) => {
+                queue.forget(&key);
+                latency.observe(since, &wrote);
+            }
             Err(err) => {
                 let cause = err.messages().join("; ");
-                match queue.retry_or_forget(key.clone(), MAX_RETRIES) {
+                let retry = queue.retry_or_forget(key.clone(), MAX_RETRIES);
+                if let (Retry::Scheduled, Some(since)) = (retry, since) {
+                    queue.keep_changed_since(&key, since);
+                }
+                match retry {
                     Retry::Scheduled if matches!(err, SyncError::StaleCache { .. }) => {
                         tracing::debug!(key = %key, error = %cause, queue = queue.name(), "sync found a stale cache, retrying")
                     }

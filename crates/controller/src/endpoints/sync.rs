@@ -5,6 +5,7 @@ use super::EndpointsController;
 use crate::informer::store::ObjectKey;
 use crate::service_workers::{ServiceSync, ServiceWorkers};
 use crate::worker::SyncError;
+use crate::write_latency::Wrote;
 use reconcile::endpoints::{EndpointsAction, EndpointsInput};
 use reconcile::keys::ServiceKey;
 use reconcile::plan_endpoints;
@@ -12,7 +13,7 @@ use reconcile::projection::PodInfo;
 
 impl ServiceSync for EndpointsController {
     /// Syncs one Service.
-    async fn sync_service(&self, key: &ServiceKey) -> Result<(), SyncError> {
+    async fn sync_service(&self, key: &ServiceKey) -> Result<Wrote, SyncError> {
         let stores = self.workers.stores();
         let Some(service) = stores.service(key) else {
             if let Some(shadow) = &self.shadow {
@@ -22,22 +23,22 @@ impl ServiceSync for EndpointsController {
                     .is_some();
                 let would = exists.then(|| format!("delete Endpoints {key}"));
                 self.shadow_check(shadow, key, would.into_iter().collect());
-                return Ok(());
+                return Ok(Wrote::Nothing);
             }
             // The Service is gone: so goes its Endpoints object.
-            self.delete(key).await?;
+            let deleted = self.delete(key).await?;
             let mut state = self.state.lock();
             state.triggers.delete_service(key);
             state.stale.delete(key);
-            return Ok(());
+            return Ok(Wrote::if_any(usize::from(deleted), None));
         };
         if service.is_skipped() {
-            return Ok(());
+            return Ok(Wrote::Nothing);
         }
         let pods = stores.pods_of(&service);
         let pod_refs: Vec<&PodInfo> = pods.iter().map(|p| &**p).collect();
         let current = stores.endpoints_of(key);
-        let plan = {
+        let (plan, trigger_time) = {
             let mut state = self.state.lock();
             let current_rv = current
                 .as_ref()
@@ -50,13 +51,14 @@ impl ServiceSync for EndpointsController {
                 });
             }
             let trigger_time = state.triggers.compute(&service, &pod_refs);
-            plan_endpoints(&EndpointsInput {
+            let plan = plan_endpoints(&EndpointsInput {
                 service: &service,
                 pods: &pod_refs,
                 current: current.as_ref(),
                 trigger_time,
                 rules: self.parts.rules,
-            })
+            });
+            (plan, trigger_time)
         };
         if let Some(shadow) = &self.shadow {
             let would = match &plan.action {
@@ -74,18 +76,22 @@ impl ServiceSync for EndpointsController {
                 )],
             };
             self.shadow_check(shadow, key, would);
-            return Ok(());
+            return Ok(Wrote::Nothing);
         }
         match plan.action {
-            EndpointsAction::Unchanged => Ok(()),
-            EndpointsAction::Create(object) => self.create(key, &object).await,
+            EndpointsAction::Unchanged => Ok(Wrote::Nothing),
+            EndpointsAction::Create(object) => {
+                let created = self.create(key, &object).await?;
+                Ok(Wrote::if_any(usize::from(created), trigger_time))
+            }
             EndpointsAction::Update(object) => {
                 let replaced = self.update(key, current.as_ref(), &object).await?;
+                let wrote = Wrote::now(trigger_time);
                 // Remember the version we replaced: if the cache hands it back, it is stale.
                 if replaced.new_rv != replaced.old_rv {
                     self.state.lock().stale.replaced(key, &replaced.old_rv);
                 }
-                Ok(())
+                Ok(wrote)
             }
         }
     }
@@ -99,7 +105,7 @@ impl EndpointsController {
     /// Shadow mode: records what this sync would write, and checks again later when needed.
     fn shadow_check(&self, shadow: &crate::shadow::Shadow, key: &ServiceKey, would: Vec<String>) {
         if let crate::shadow::Check::Pending(after) = shadow.check("Endpoints", key, would) {
-            self.workers.queue().add_after(key.clone(), after);
+            self.workers.queue().requeue_after(key.clone(), after);
         }
     }
 }

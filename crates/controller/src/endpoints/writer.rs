@@ -59,29 +59,31 @@ impl EndpointsController {
         Self::write_error(key, verb, source)
     }
 
-    /// Deletes the Endpoints of a Service that is gone (already gone is fine).
-    pub(super) async fn delete(&self, key: &ServiceKey) -> Result<(), SyncError> {
+    /// Deletes the Endpoints of a Service that is gone (already gone is fine); says whether
+    /// there was one to delete.
+    pub(super) async fn delete(&self, key: &ServiceKey) -> Result<bool, SyncError> {
         match self
             .api(key)
             .delete(&key.name, &DeleteParams::default())
             .await
         {
-            Ok(_) => Ok(()),
-            Err(e) if is_not_found(&e) => Ok(()),
+            Ok(_) => Ok(true),
+            Err(e) if is_not_found(&e) => Ok(false),
             Err(e) => Err(Self::write_error(key, "delete", e)),
         }
     }
 
-    /// Creates the Endpoints object.
+    /// Creates the Endpoints object; says whether it was (not while its namespace
+    /// terminates).
     pub(super) async fn create(
         &self,
         key: &ServiceKey,
         object: &Endpoints,
-    ) -> Result<(), SyncError> {
+    ) -> Result<bool, SyncError> {
         match crate::written::write(&self.api(key), Write::Create, object, &self.parts.wire).await {
-            Ok(_) => Ok(()),
+            Ok(_) => Ok(true),
             // Creates keep failing while the namespace terminates: drop the work quietly.
-            Err(e) if is_namespace_terminating(&e) => Ok(()),
+            Err(e) if is_namespace_terminating(&e) => Ok(false),
             // Our own earlier create has not reached the cache yet: retry once it has, rather
             // than report a failure that is only the cache lagging.
             Err(e) if is_already_exists(&e) => Err(SyncError::StaleCache {

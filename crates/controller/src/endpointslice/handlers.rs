@@ -11,7 +11,8 @@ use std::time::Duration;
 
 impl EndpointSliceController {
     /// Slice events are delayed by at least a second, so a burst of our own writes' echoes
-    /// collapses into one sync.
+    /// collapses into one sync. They are rechecks, not changes the latency SLI times: most
+    /// are echoes of our own writes that came back before the tracker learnt of them.
     fn queue_for_slice(&self, slice: &EndpointSlice) {
         let (Some(ns), Some(name)) = (slice.metadata.namespace.as_deref(), service_name_of(slice))
         else {
@@ -20,7 +21,7 @@ impl EndpointSliceController {
         let delay = self.parts.batch_period.max(Duration::from_secs(1));
         self.workers
             .queue()
-            .add_after(ServiceKey::new(ns, name), delay);
+            .requeue_after(ServiceKey::new(ns, name), delay);
     }
 
     /// One of our own writes came back. A Service whose syncs kept finding this cache
@@ -37,7 +38,7 @@ impl EndpointSliceController {
         let key = ServiceKey::new(ns, name);
         let queue = self.workers.queue();
         if queue.num_requeues(&key) >= WAITED_RETRIES {
-            queue.add(key);
+            queue.requeue(key);
         }
     }
 }

@@ -4,6 +4,7 @@ use super::EndpointSliceController;
 use crate::events::Involved;
 use crate::service_workers::{ServiceSync, ServiceWorkers};
 use crate::worker::SyncError;
+use crate::write_latency::Wrote;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::keys::ServiceKey;
 use reconcile::projection::PodInfo;
@@ -24,7 +25,7 @@ impl NodeZones for StoreZones<'_> {
 
 impl ServiceSync for EndpointSliceController {
     /// Syncs one Service.
-    async fn sync_service(&self, key: &ServiceKey) -> Result<(), SyncError> {
+    async fn sync_service(&self, key: &ServiceKey) -> Result<Wrote, SyncError> {
         let stores = self.workers.stores();
         let Some(service) = stores.service(key) else {
             if let Some(shadow) = &self.shadow {
@@ -39,17 +40,17 @@ impl ServiceSync for EndpointSliceController {
             state.metrics_cache.delete_service(key);
             state.topology.delete_service(key);
             self.update_gauges(&state.metrics_cache);
-            return Ok(());
+            return Ok(Wrote::Nothing);
         };
         if service.is_skipped() {
-            return Ok(());
+            return Ok(Wrote::Nothing);
         }
         let pods: Vec<Arc<PodInfo>> = stores.pods_of(&service);
         let pod_refs: Vec<&PodInfo> = pods.iter().map(|p| &**p).collect();
         let slices: Vec<Arc<EndpointSlice>> = stores.slices_of(key, |s| {
             is_managed_slice_of(s, &service.name) && s.metadata.deletion_timestamp.is_none()
         });
-        let plan = {
+        let (plan, trigger_time) = {
             let mut state = self.state.lock();
             let refs: Vec<&EndpointSlice> = slices.iter().map(|s| &**s).collect();
             if state.tracker.stale_slices(key, &refs) {
@@ -76,19 +77,20 @@ impl ServiceSync for EndpointSliceController {
                 .then_some(plan.traffic_distribution_label.as_str());
             state.metrics_cache.update_traffic_distribution(key, td);
             self.update_gauges(&state.metrics_cache);
-            plan
+            (plan, trigger_time)
         };
         self.observe_figures(&plan);
         if let Some(shadow) = &self.shadow {
             let would = would_write(&plan, &slices);
             if let crate::shadow::Check::Pending(after) = shadow.check("EndpointSlice", key, would)
             {
-                self.workers.queue().add_after(key.clone(), after);
+                self.workers.queue().requeue_after(key.clone(), after);
             }
-            return Ok(());
+            return Ok(Wrote::Nothing);
         }
 
         let written = self.write_batches(key, &plan.batches).await;
+        let wrote = Wrote::if_any(written.changed, trigger_time);
         self.metrics
             .endpointslices_changed_per_sync
             .with_label_values(&[
@@ -115,7 +117,7 @@ impl ServiceSync for EndpointSliceController {
             self.parts.events.record(involved.clone(), event);
         }
         match SyncError::combine(key, errors) {
-            None => Ok(()),
+            None => Ok(wrote),
             Some(error) => {
                 self.parts.events.record(
                     involved,

@@ -3,7 +3,6 @@
 
 use super::MirroringController;
 use crate::informer::Handler;
-use crate::worker::queue_after;
 use reconcile::mirroring::triggers;
 use reconcile::projection::{ServiceInfo, StoredEndpoints, StoredSlice};
 use std::sync::Arc;
@@ -22,14 +21,22 @@ impl MirroringController {
         if let Some(key) = triggers::mirrored_key(slice) {
             let queue = self.workers.queue();
             if queue.num_requeues(&key) >= crate::endpointslice::WAITED_RETRIES {
-                queue.add(key);
+                queue.requeue(key);
             }
         }
     }
 
-    /// Slice events wait out the batch period, so a burst of edits costs one sync.
+    /// Slice events wait out the batch period, so a burst of edits costs one sync. Like the
+    /// EndpointSlice controller's, they are rechecks the latency SLI does not time.
     fn queue_batched(&self, keys: Vec<reconcile::keys::ServiceKey>) {
-        queue_after(self.workers.queue(), keys, self.parts.batch_period);
+        let (queue, period) = (self.workers.queue(), self.parts.batch_period);
+        for key in keys {
+            if period.is_zero() {
+                queue.requeue(key);
+            } else {
+                queue.requeue_after(key, period);
+            }
+        }
     }
 }
 

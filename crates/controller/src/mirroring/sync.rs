@@ -4,6 +4,7 @@ use super::MirroringController;
 use crate::events::Involved;
 use crate::service_workers::{ServiceSync, ServiceWorkers};
 use crate::worker::SyncError;
+use crate::write_latency::Wrote;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::keys::ServiceKey;
 use reconcile::mirroring::metrics::MirroringMetricsCache;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 
 impl ServiceSync for MirroringController {
     /// Syncs one Endpoints object, timing it for `endpoints_sync_duration`.
-    async fn sync_service(&self, key: &ServiceKey) -> Result<(), SyncError> {
+    async fn sync_service(&self, key: &ServiceKey) -> Result<Wrote, SyncError> {
         let start = tokio::time::Instant::now();
         let result = self.sync_endpoints(key).await;
         self.metrics
@@ -29,7 +30,7 @@ impl ServiceSync for MirroringController {
 }
 
 impl MirroringController {
-    async fn sync_endpoints(&self, key: &ServiceKey) -> Result<(), SyncError> {
+    async fn sync_endpoints(&self, key: &ServiceKey) -> Result<Wrote, SyncError> {
         let stores = self.workers.stores();
         let service = stores.service(key);
         let endpoints = stores.endpoints_of(key);
@@ -69,11 +70,19 @@ impl MirroringController {
         };
 
         if let MirroringAction::Cleanup(_) = plan.action {
-            return match SyncError::combine(key, self.delete_all(key, &plan.delete).await) {
-                None => Ok(()),
+            let (deleted, errors) = self.delete_all(key, &plan.delete).await;
+            return match SyncError::combine(key, errors) {
+                None => Ok(Wrote::if_any(deleted, None)),
                 Some(error) => Err(error),
             };
         }
+        // Mirrored slices do not carry the Endpoints' trigger time, but it is still when the
+        // change began, for whoever wrote the Endpoints and stamped one.
+        let trigger_time = endpoints
+            .as_ref()
+            .and_then(|e| e.metadata.annotations.as_ref())
+            .and_then(|a| a.get(reconcile::trigger_time::ANNOTATION))
+            .and_then(|t| t.parse().ok());
         if let Some(endpoints) = &endpoints {
             let involved = Involved {
                 kind: "Endpoints",
@@ -85,7 +94,8 @@ impl MirroringController {
                 self.parts.events.record(involved.clone(), event);
             }
         }
-        self.write_plan(key, &plan).await
+        let written = self.write_plan(key, &plan).await?;
+        Ok(Wrote::if_any(written, trigger_time))
     }
 
     fn observe_figures(&self, figures: &MirroringFigures) {

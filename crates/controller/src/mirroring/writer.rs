@@ -17,12 +17,13 @@ impl MirroringController {
         Api::namespaced(self.parts.client.clone(), &key.namespace)
     }
 
-    /// Sends a mirroring plan's writes in order; the first failure ends the sync.
+    /// Sends a mirroring plan's writes in order; the first failure ends the sync. Returns how
+    /// many slices were written.
     pub(super) async fn write_plan(
         &self,
         key: &ServiceKey,
         plan: &MirroringPlan,
-    ) -> Result<(), SyncError> {
+    ) -> Result<usize, SyncError> {
         let writes = Writes {
             create: &plan.create,
             update: &plan.update,
@@ -33,7 +34,7 @@ impl MirroringController {
                 self.record(change)
             })
             .await;
-        outcome.error.map_or(Ok(()), Err)
+        outcome.error.map_or(Ok(outcome.changed), Err)
     }
 
     /// Records a write in the tracker and the `changes` metric.
@@ -41,20 +42,22 @@ impl MirroringController {
         slice_writer::record(&mut self.state.lock().tracker, &self.metrics.totals, change);
     }
 
-    /// Deletes every slice mirrored for an Endpoints that is no longer mirrored; returns the
-    /// failures.
+    /// Deletes every slice mirrored for an Endpoints that is no longer mirrored; returns how
+    /// many were deleted, and the failures.
     pub(super) async fn delete_all(
         &self,
         key: &ServiceKey,
         slices: &[Arc<EndpointSlice>],
-    ) -> Vec<SyncError> {
+    ) -> (usize, Vec<SyncError>) {
         let api = self.api(key);
-        let mut errors = Vec::new();
+        let (mut deleted, mut errors) = (0, Vec::new());
         for slice in slices {
-            if let Err(e) = slice_writer::delete(&api, key, slice).await {
-                errors.push(e);
+            match slice_writer::delete(&api, key, slice).await {
+                Ok(true) => deleted += 1,
+                Ok(false) => {}
+                Err(e) => errors.push(e),
             }
         }
-        errors
+        (deleted, errors)
     }
 }

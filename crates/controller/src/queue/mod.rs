@@ -144,6 +144,12 @@ struct State<K> {
     processing: HashMap<K, Instant>,
     /// When each dirty key was first added, for the queue-duration histogram.
     added_at: HashMap<K, Instant>,
+    /// For each key, when the earliest change not yet handed to a worker asked for it (the
+    /// first `add` or `add_after` call since it was last handed out, not when a delay ran
+    /// out): where the latency SLI starts.
+    changed_since: HashMap<K, Instant>,
+    /// The `changed_since` of each key being processed, until its worker takes it.
+    processing_since: HashMap<K, Instant>,
     /// Delayed keys: the earliest instant each is due, and its entry in `timers`.
     waiting: HashMap<K, (Instant, u64)>,
     /// Delayed keys ordered by due instant; the sequence number keeps equal instants in
@@ -189,6 +195,8 @@ impl<K: QueueKey> WorkQueue<K> {
                     dirty: HashSet::new(),
                     processing: HashMap::new(),
                     added_at: HashMap::new(),
+                    changed_since: HashMap::new(),
+                    processing_since: HashMap::new(),
                     waiting: HashMap::new(),
                     timers: BTreeMap::new(),
                     next_seq: 0,
@@ -206,25 +214,51 @@ impl<K: QueueKey> WorkQueue<K> {
         &self.inner.name
     }
 
-    /// Marks `key` as needing processing.
+    /// Marks `key` as needing processing because something it depends on changed now (the
+    /// latency SLI's clock starts, see [`take_changed_since`](Self::take_changed_since)).
     ///
     /// A key already waiting is not added twice; a key being processed is handed out again
     /// after its worker calls [`done`](Self::done). Ignored once the queue is shutting down.
     pub fn add(&self, key: K) {
+        self.add_now(key, Clock::Start);
+    }
+
+    /// [`add`](Self::add) for a key queued again with no new change: a resumed wait or a
+    /// recheck. The SLI's clock does not start.
+    pub fn requeue(&self, key: K) {
+        self.add_now(key, Clock::Keep);
+    }
+
+    fn add_now(&self, key: K, clock: Clock) {
         let woke = {
             let mut state = lock(&self.inner.state);
-            self.add_locked(&mut state, key, Instant::now())
+            let now = Instant::now();
+            if clock == Clock::Start && !state.shutting_down {
+                state.changed_since.entry(key.clone()).or_insert(now);
+            }
+            self.add_locked(&mut state, key, now)
         };
         if woke {
             self.inner.changed.notify_waiters();
         }
     }
 
-    /// Adds `key` once `delay` has passed on the tokio clock (at once for a zero delay).
+    /// Adds `key` once `delay` has passed on the tokio clock (at once for a zero delay),
+    /// because something changed now: the SLI's clock starts now, not when the delay ends.
     ///
     /// A key already waiting keeps the earlier of its two due instants. Counted in
     /// `workqueue_retries_total`, as client-go counts every delayed add.
     pub fn add_after(&self, key: K, delay: Duration) {
+        self.schedule(key, delay, Clock::Start);
+    }
+
+    /// [`add_after`](Self::add_after) for a recheck with no new change (an echo of our own
+    /// write, a shadow check waiting for the other writer): the SLI's clock does not start.
+    pub fn requeue_after(&self, key: K, delay: Duration) {
+        self.schedule(key, delay, Clock::Keep);
+    }
+
+    fn schedule(&self, key: K, delay: Duration, clock: Clock) {
         {
             let mut state = lock(&self.inner.state);
             if state.shutting_down {
@@ -234,6 +268,9 @@ impl<K: QueueKey> WorkQueue<K> {
                 metrics.retries.inc();
             }
             let now = Instant::now();
+            if clock == Clock::Start {
+                state.changed_since.entry(key.clone()).or_insert(now);
+            }
             if delay.is_zero() {
                 let woke = self.add_locked(&mut state, key, now);
                 drop(state);
@@ -259,10 +296,12 @@ impl<K: QueueKey> WorkQueue<K> {
     }
 
     /// Adds `key` after its backoff: its own exponential delay or the shared bucket's,
-    /// whichever is longer. Each call counts as one more failure of `key`.
+    /// whichever is longer. Each call counts as one more failure of `key`. A retry starts no
+    /// SLI clock: the worker hands on the failed attempt's with
+    /// [`keep_changed_since`](Self::keep_changed_since).
     pub fn add_rate_limited(&self, key: K) {
         let delay = lock(&self.inner.limiter).when(&key);
-        self.add_after(key, delay);
+        self.requeue_after(key, delay);
     }
 
     /// Re-adds a failed `key` with [`add_rate_limited`](Self::add_rate_limited) unless it has
@@ -334,6 +373,9 @@ impl<K: QueueKey> WorkQueue<K> {
         if let Some(key) = state.ready.pop_front() {
             state.dirty.remove(&key);
             state.processing.insert(key.clone(), now);
+            if let Some(since) = state.changed_since.remove(&key) {
+                state.processing_since.insert(key.clone(), since);
+            }
             let added = state.added_at.remove(&key);
             if let Some(metrics) = &self.inner.metrics {
                 metrics.depth.dec();
@@ -353,10 +395,28 @@ impl<K: QueueKey> WorkQueue<K> {
         }
     }
 
+    /// When the earliest change `key` was handed out for asked for it: the first add since
+    /// the key was last handed out, carried over from failed attempts by
+    /// [`keep_changed_since`](Self::keep_changed_since). Taken once, by the worker, just after
+    /// [`get`](Self::get); `None` when the key was handed out without an add (never, today)
+    /// or the start was already taken.
+    pub fn take_changed_since(&self, key: &K) -> Option<Instant> {
+        lock(&self.inner.state).processing_since.remove(key)
+    }
+
+    /// Hands `since` on to the key's next attempt, after a failed sync: the retry's latency
+    /// then runs from the change that first asked for it. Call it before re-adding the key.
+    pub fn keep_changed_since(&self, key: &K, since: Instant) {
+        let mut state = lock(&self.inner.state);
+        let kept = state.changed_since.entry(key.clone()).or_insert(since);
+        *kept = (*kept).min(since);
+    }
+
     /// Marks `key` as processed. If it was added while being processed, it is queued again.
     pub fn done(&self, key: &K) {
         {
             let mut state = lock(&self.inner.state);
+            state.processing_since.remove(key);
             if let Some(started) = state.processing.remove(key) {
                 if let Some(metrics) = &self.inner.metrics {
                     metrics.work_duration.observe(
@@ -455,6 +515,15 @@ impl<K: QueueKey> WorkQueue<K> {
             self.add_locked(state, key, now);
         }
     }
+}
+
+/// Whether an add starts the latency SLI's clock for its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Clock {
+    /// Something the key depends on changed now.
+    Start,
+    /// No new change: the key's clock stays as it is.
+    Keep,
 }
 
 enum Polled<K> {

@@ -248,3 +248,80 @@ async fn metrics_count_adds_depth_retries_and_durations() {
         .unwrap();
     assert_eq!(work.get_metric()[0].get_histogram().get_sample_sum(), 3.0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_key_carries_the_instant_of_the_first_add_since_it_was_last_handed_out() {
+    let queue = queue();
+    let start = Instant::now();
+    queue.add("default/web");
+    tokio::time::advance(Duration::from_secs(1)).await;
+    queue.add("default/web");
+    tokio::time::advance(Duration::from_secs(1)).await;
+    let key = queue.get().await.unwrap();
+    assert_eq!(queue.take_changed_since(&key), Some(start));
+    assert_eq!(queue.take_changed_since(&key), None, "taken once");
+
+    // Added again while processing: the next hand-out starts at that add.
+    let during = Instant::now();
+    queue.add("default/web");
+    queue.done(&key);
+    tokio::time::advance(Duration::from_secs(3)).await;
+    let key = queue.get().await.unwrap();
+    assert_eq!(queue.take_changed_since(&key), Some(during));
+    queue.done(&key);
+
+    // A delayed add starts when it was asked for, not when its delay ran out.
+    let asked = Instant::now();
+    queue.add_after("default/web", Duration::from_secs(10));
+    let key = queue.get().await.unwrap();
+    assert_eq!(Instant::now(), asked + Duration::from_secs(10));
+    assert_eq!(queue.take_changed_since(&key), Some(asked));
+    queue.done(&key);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_attempt_hands_its_start_to_the_retry() {
+    let queue = queue();
+    let start = Instant::now();
+    queue.add("default/web");
+    let key = queue.get().await.unwrap();
+    let since = queue.take_changed_since(&key).unwrap();
+    // The sync fails a second later; the worker re-adds the key and keeps its start.
+    tokio::time::advance(Duration::from_secs(1)).await;
+    assert_eq!(queue.retry_or_forget(key, 15), Retry::Scheduled);
+    queue.keep_changed_since(&key, since);
+    queue.done(&key);
+    let key = queue.get().await.unwrap();
+    assert_eq!(queue.take_changed_since(&key), Some(start));
+    queue.done(&key);
+    assert!(
+        lock(&queue.inner.state).changed_since.is_empty(),
+        "nothing is left behind once handed out"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_requeue_starts_no_clock_and_leaves_a_running_one_alone() {
+    let queue = queue();
+    queue.requeue("default/web");
+    queue.requeue_after("default/db", Duration::from_secs(1));
+    let key = queue.get().await.unwrap();
+    assert_eq!(
+        queue.take_changed_since(&key),
+        None,
+        "a recheck is not a change"
+    );
+    queue.done(&key);
+    let key = queue.get().await.unwrap();
+    assert_eq!(queue.take_changed_since(&key), None, "nor is a delayed one");
+    queue.done(&key);
+
+    // A change waiting for its batch period keeps its start through a recheck of the key.
+    let changed = Instant::now();
+    queue.add_after("default/web", Duration::from_secs(5));
+    tokio::time::advance(Duration::from_secs(1)).await;
+    queue.requeue("default/web");
+    let key = queue.get().await.unwrap();
+    assert_eq!(queue.take_changed_since(&key), Some(changed));
+    queue.done(&key);
+}

@@ -16,3 +16,4 @@ mod rbac;
 mod secure_serving;
 mod server_restart;
 mod shadow;
+mod write_latency;

@@ -127,6 +127,11 @@ impl Controllers {
         metric(&self.registry, name, labels)
     }
 
+    /// The sample count and sum of a histogram's series whose labels include `labels`.
+    pub fn histogram(&self, name: &str, labels: &[(&str, &str)]) -> (u64, f64) {
+        histogram(&self.registry, name, labels)
+    }
+
     /// `endpoint_slice_controller_syncs{result}`.
     pub fn slice_syncs(&self, result: &str) -> f64 {
         self.metric("endpoint_slice_controller_syncs", &[("result", result)])
@@ -161,13 +166,41 @@ async fn run_owning(
 
 /// The sum of the series of a counter or gauge in `registry` whose labels include `labels`.
 pub fn metric(registry: &Registry, name: &str, labels: &[(&str, &str)]) -> f64 {
+    series(registry, name, labels)
+        .iter()
+        .map(|(kind, m)| match kind {
+            MetricType::COUNTER => m.get_counter().get_value(),
+            MetricType::GAUGE => m.get_gauge().get_value(),
+            _ => 0.0,
+        })
+        .sum()
+}
+
+/// The sample count and sum of the series of a histogram in `registry` whose labels include
+/// `labels`, added up.
+pub fn histogram(registry: &Registry, name: &str, labels: &[(&str, &str)]) -> (u64, f64) {
+    series(registry, name, labels)
+        .iter()
+        .filter(|(kind, _)| *kind == MetricType::HISTOGRAM)
+        .map(|(_, m)| m.get_histogram())
+        .fold((0, 0.0), |(count, sum), h| {
+            (count + h.get_sample_count(), sum + h.get_sample_sum())
+        })
+}
+
+/// The series of `name` in `registry` whose labels include `labels`, with the metric's type.
+fn series(
+    registry: &Registry,
+    name: &str,
+    labels: &[(&str, &str)],
+) -> Vec<(MetricType, prometheus::proto::Metric)> {
     registry
         .gather()
         .iter()
         .filter(|family| family.name() == name)
         .flat_map(|family| {
             let kind = family.get_field_type();
-            family.get_metric().iter().map(move |m| (kind, m))
+            family.get_metric().iter().map(move |m| (kind, m.clone()))
         })
         .filter(|(_, m)| {
             labels.iter().all(|(k, v)| {
@@ -176,12 +209,7 @@ pub fn metric(registry: &Registry, name: &str, labels: &[(&str, &str)]) -> f64 {
                     .any(|pair| pair.name() == *k && pair.value() == *v)
             })
         })
-        .map(|(kind, m)| match kind {
-            MetricType::COUNTER => m.get_counter().get_value(),
-            MetricType::GAUGE => m.get_gauge().get_value(),
-            _ => 0.0,
-        })
-        .sum()
+        .collect()
 }
 
 impl TestCluster {
