@@ -174,6 +174,16 @@ pub struct PodExplanation {
     pub ips: Vec<String>,
     /// Its node.
     pub node: String,
+    /// The zone of its endpoint in the slices the controllers write (its node's zone); absent
+    /// in no slice, or on a node without a zone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zone: Option<String>,
+    /// The zones its endpoint's hints name in those slices.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hinted_zones: Vec<String>,
+    /// The nodes its endpoint's hints name (trafficDistribution PreferSameNode).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hinted_nodes: Vec<String>,
     /// The pod's Ready condition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready_condition: Option<ReadyCondition>,
@@ -391,6 +401,19 @@ fn explain_pod(
         endpoints_note,
         ips: info.ips.iter().map(|ip| ip.to_string()).collect(),
         node: info.node_name.to_string(),
+        zone: endpoint.and_then(|e| e.zone.clone()),
+        hinted_zones: endpoint
+            .and_then(|e| e.hints.as_ref())
+            .into_iter()
+            .flat_map(|h| h.for_zones.iter().flatten())
+            .map(|z| z.name.clone())
+            .collect(),
+        hinted_nodes: endpoint
+            .and_then(|e| e.hints.as_ref())
+            .into_iter()
+            .flat_map(|h| h.for_nodes.iter().flatten())
+            .map(|n| n.name.clone())
+            .collect(),
         ready_condition,
         unresolved_ports,
         label_differences,
