@@ -12,12 +12,18 @@
 //!
 //! Nothing is ever written to the cluster: a live explain sends get and list requests only.
 
+mod columns;
 pub mod corpus;
 mod hints;
+mod output;
 mod pods;
 mod render;
+mod row;
+mod table;
 
+pub use output::{render, Output};
 pub use render::render_text;
+pub use table::render_table;
 
 use crate::plan::{plan, Outcome, PlanSettings, RecordedEvent};
 use crate::snapshot::Snapshot;

@@ -706,6 +706,22 @@ async fn an_endpoints_object_over_capacity_names_the_dropped_addresses() {
             .contains("truncated to 1000"));
     }
     assert_text_has(&e, &["Endpoints truncated: 1000 of 1002 address(es) kept"]);
+    // The table says it once above the pods, and on each dropped pod's line.
+    let wide = render(&e, Output::Wide).unwrap();
+    assert!(
+        wide.contains(
+            "Truncated:         the Endpoints object keeps 1000 of 1002 address(es), 2 dropped"
+        ),
+        "{wide}"
+    );
+    for pod in &dropped_pods {
+        let line = wide.lines().find(|l| l.starts_with(pod)).unwrap();
+        assert!(
+            line.contains("   truncated   ")
+                && line.ends_with("dropped from the Endpoints object: over capacity"),
+            "{line}"
+        );
+    }
 }
 
 #[tokio::test]
