@@ -1,20 +1,38 @@
 //! `kubectl-endpoints explain`: why each pod is, or is not, an endpoint of a Service.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use kubectl_endpoints::explain::{explain, find_service, render_text, Explanation, Source};
+use kubectl_endpoints::explain::{explain, find_service, render, Explanation, Output, Source};
 use kubectl_endpoints::manifests::load_paths;
 use kubectl_endpoints::snapshot::Snapshot;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// Output formats.
+/// Output formats besides the default table.
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Format {
-    /// Pods grouped by verdict, the most likely cause first when nothing is ready.
-    Text,
-    /// One JSON document: `{"service": "NS/NAME", "pods": [{"name", "verdict", "ready", ...}], ...}`.
+    /// The table with more columns: the EndpointSlice holding each pod's endpoint, its place
+    /// in the Endpoints object, its zone and, when the Service asks for hints, its hints.
+    Wide,
+    /// The whole explanation as YAML, with the field names of the JSON.
+    Yaml,
+    /// The whole explanation as one JSON document: `{"service": "NS/NAME", "pods": [{"name",
+    /// "verdict", "ready", ...}], ...}`.
     Json,
+    /// Pods grouped by verdict, a paragraph each, the most likely cause first when nothing is
+    /// ready.
+    Text,
+}
+
+impl From<Format> for Output {
+    fn from(format: Format) -> Self {
+        match format {
+            Format::Wide => Output::Wide,
+            Format::Yaml => Output::Yaml,
+            Format::Json => Output::Json,
+            Format::Text => Output::Text,
+        }
+    }
 }
 
 /// Explain why each pod is, or is not, an endpoint of a Service.
@@ -52,9 +70,10 @@ pub struct ExplainArgs {
     /// decide what is written).
     #[command(flatten)]
     pub flags: kube_endpoints::flags::OutputFlags,
-    /// Output format.
-    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Text)]
-    pub output: Format,
+    /// Output format. Without it, a table: the Service in a few lines, then one line per pod
+    /// (NAME, IP, NODE, ENDPOINT: ready, not ready, terminating or no, and a one-line REASON).
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<Format>,
 }
 
 /// A usage error: exit code 2.
@@ -124,14 +143,9 @@ pub async fn run(args: ExplainArgs) -> Result<Explanation> {
     let Some(explanation) = explanations.pop() else {
         bail!("no explanation for {key}");
     };
+    let output = args.output.map_or(Output::Table, Output::from);
     let mut out = std::io::stdout().lock();
-    match args.output {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &explanation).context("writing JSON")?;
-            writeln!(out)?;
-        }
-        Format::Text => out.write_all(render_text(&explanation).as_bytes())?,
-    }
+    out.write_all(render(&explanation, output)?.as_bytes())?;
     out.flush()?;
     Ok(explanation)
 }

@@ -549,4 +549,12 @@ fn explain_answers_the_docs_example_and_exits_by_its_codes() {
     );
     explain(&["shop/checkout", "-n", "other"]).assert_exit(2, &["-n says"]);
     assert_eq!(explain(&["shop/checkout", "--no-such-flag"]).code, Some(2));
+    // A form -o does not know: the flag and the forms it takes are named.
+    explain(&["shop/checkout", "-o", "table"]).assert_exit(
+        2,
+        &[
+            "invalid value 'table' for '--output <OUTPUT>'",
+            "[possible values: wide, yaml, json, text]",
+        ],
+    );
 }
