@@ -163,6 +163,8 @@ pub struct Report {
     pub soak: Option<Soak>,
     /// What the controller received, and its CPU per pod change.
     pub wire: Wire,
+    /// The controllers' own latency SLI over the phase, when their `/metrics` can be read.
+    pub sli: Vec<SliLatency>,
 }
 
 /// The controller's side of the wire over the measured phase.
@@ -209,6 +211,123 @@ pub fn scrape_sum(page: &str, metric: &str) -> Option<u64> {
         .filter_map(|l| l.rsplit_once(' ')?.1.trim().parse().ok())
         .collect();
     (!values.is_empty()).then(|| values.iter().sum::<f64>() as u64)
+}
+
+/// The cumulative buckets `(upper bound, count)` of a histogram on a `/metrics` page, summed
+/// over the series whose labels include `label="value"`; `None` when it has none.
+pub fn scrape_histogram(page: &str, metric: &str, label: (&str, &str)) -> Option<Buckets> {
+    let prefix = format!("{metric}_bucket{{");
+    let wanted = format!("{}=\"{}\"", label.0, label.1);
+    let mut buckets: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+    for line in page.lines() {
+        let Some(rest) = line.strip_prefix(&prefix) else {
+            continue;
+        };
+        let Some((labels, value)) = rest.split_once('}') else {
+            continue;
+        };
+        if !labels.split(',').any(|l| l.trim() == wanted) {
+            continue;
+        }
+        let Some(le) = labels
+            .split(',')
+            .find_map(|l| l.trim().strip_prefix("le=\""))
+            .and_then(|l| l.strip_suffix('"'))
+            .and_then(|l| l.parse::<f64>().ok())
+        else {
+            continue;
+        };
+        let Ok(count) = value.trim().parse::<f64>() else {
+            continue;
+        };
+        // Keyed by the bound's bits: bounds are positive, so their bits sort as they do.
+        buckets.entry(le.to_bits()).or_insert((le, 0.0)).1 += count;
+    }
+    (!buckets.is_empty()).then(|| Buckets(buckets.into_values().collect()))
+}
+
+/// A histogram's cumulative buckets, `(upper bound, count)` in increasing bounds, the last
+/// one `+Inf`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Buckets(pub Vec<(f64, f64)>);
+
+impl Buckets {
+    /// What was observed since `earlier` (a scrape of the same histogram).
+    pub fn since(&self, earlier: Option<&Buckets>) -> Buckets {
+        let before = |le: f64| {
+            earlier
+                .and_then(|e| e.0.iter().find(|(b, _)| *b == le))
+                .map_or(0.0, |(_, c)| *c)
+        };
+        Buckets(
+            self.0
+                .iter()
+                .map(|&(le, count)| (le, (count - before(le)).max(0.0)))
+                .collect(),
+        )
+    }
+
+    /// Observations in all.
+    pub fn count(&self) -> f64 {
+        self.0.last().map_or(0.0, |(_, c)| *c)
+    }
+
+    /// The `q` quantile as Prometheus' `histogram_quantile` computes it: found in its bucket
+    /// and interpolated linearly within it; in the `+Inf` bucket, the highest finite bound.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        let total = self.count();
+        if total <= 0.0 {
+            return None;
+        }
+        let rank = q * total;
+        let (mut lower, mut below) = (0.0, 0.0);
+        for &(le, count) in &self.0 {
+            if count >= rank {
+                if le.is_infinite() {
+                    return Some(lower);
+                }
+                if count == below {
+                    return Some(le);
+                }
+                return Some(lower + (le - lower) * (rank - below) / (count - below));
+            }
+            (lower, below) = (le, count);
+        }
+        Some(lower)
+    }
+}
+
+/// The controllers' own latency SLI over the measured phase, from their `/metrics`
+/// (`kube_endpoints_*_to_write_duration_seconds`), in milliseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SliLatency {
+    /// `informer_to_write` or `trigger_to_write`.
+    pub histogram: String,
+    /// The controller (`endpointslice-controller`, ...).
+    pub controller: String,
+    /// Writes timed.
+    pub writes: u64,
+    /// Median, interpolated within its bucket as Prometheus does.
+    pub p50_ms: Option<f64>,
+    /// 90th percentile.
+    pub p90_ms: Option<f64>,
+    /// 99th percentile.
+    pub p99_ms: Option<f64>,
+}
+
+impl SliLatency {
+    /// The figures of `buckets`, observed over the phase.
+    pub fn of(histogram: &str, controller: &str, buckets: &Buckets) -> Self {
+        let ms = |q: f64| buckets.quantile(q).map(|s| (s * 1e6).round() / 1e3);
+        Self {
+            histogram: histogram.to_owned(),
+            controller: controller.to_owned(),
+            writes: buckets.count() as u64,
+            p50_ms: ms(0.50),
+            p90_ms: ms(0.90),
+            p99_ms: ms(0.99),
+        }
+    }
 }
 
 /// The controller's resident memory over a soak.
@@ -297,6 +416,18 @@ impl Report {
                     l.changes,
                     l.superseded,
                     l.unobserved
+                ),
+            ));
+        }
+        for s in &self.sli {
+            rows.push((
+                format!("SLI {} {}", s.histogram.replace('_', " "), s.controller),
+                format!(
+                    "{} ms p50/p90/p99 ({} writes)",
+                    [s.p50_ms, s.p90_ms, s.p99_ms]
+                        .map(|ms| opt(ms, ""))
+                        .join(" / "),
+                    s.writes
                 ),
             ));
         }
@@ -506,6 +637,29 @@ mod tests {
         let m = scrape_requests(page).unwrap();
         assert_eq!(m.get("get"), Some(&6));
         assert_eq!(m.get("post"), Some(&2));
+    }
+
+    #[test]
+    fn histogram_quantiles_interpolate_within_the_bucket_as_prometheus_does() {
+        let page = "x_bucket{controller=\"a\",le=\"0.1\"} 10\n\
+                    x_bucket{controller=\"a\",le=\"0.2\"} 30\n\
+                    x_bucket{controller=\"a\",le=\"+Inf\"} 40\n\
+                    x_bucket{controller=\"b\",le=\"0.1\"} 7\n\
+                    x_sum{controller=\"a\"} 9\n";
+        let a = scrape_histogram(page, "x", ("controller", "a")).unwrap();
+        assert_eq!(a.0, vec![(0.1, 10.0), (0.2, 30.0), (f64::INFINITY, 40.0)]);
+        // The 20th of 40 is halfway through the second bucket's 20.
+        assert!((a.quantile(0.5).unwrap() - 0.15).abs() < 1e-9);
+        assert!((a.quantile(0.25).unwrap() - 0.1).abs() < 1e-9);
+        // Beyond the last finite bound: that bound, as histogram_quantile answers.
+        assert_eq!(a.quantile(0.99), Some(0.2));
+        // Since an earlier scrape: only what came after.
+        let earlier = Buckets(vec![(0.1, 10.0), (0.2, 10.0), (f64::INFINITY, 10.0)]);
+        let since = a.since(Some(&earlier));
+        assert_eq!(since.count(), 30.0);
+        assert!((since.quantile(0.5).unwrap() - 0.175).abs() < 1e-9);
+        assert_eq!(Buckets::default().quantile(0.5), None);
+        assert!(scrape_histogram(page, "x", ("controller", "c")).is_none());
     }
 
     #[test]

@@ -249,6 +249,8 @@ struct Marks {
     bytes_read: Option<u64>,
     watch_events: Option<u64>,
     setup: Duration,
+    /// The controllers' latency SLI histograms at the start of the phase.
+    sli: Sli,
     /// `--scenario soak`: the controller's resident memory (seconds into the soak, bytes),
     /// and the flips made.
     soak: Option<(Vec<(f64, u64)>, u64)>,
@@ -382,6 +384,7 @@ pub async fn run(options: Options) -> Result<Report> {
         bytes_read: None,
         watch_events: None,
         setup: Duration::ZERO,
+        sli: Sli::default(),
         soak: None,
     };
     let mut load = Load::new(
@@ -460,6 +463,10 @@ pub async fn run(options: Options) -> Result<Report> {
         ),
         None => (None, None),
     };
+    let sli = figures_since(
+        &sli_histograms(controller.as_ref(), &options).await,
+        &marks.sli,
+    );
     let wire = figures::Wire::new(
         since(bytes_now, marks.bytes_read),
         since(events_now, marks.watch_events),
@@ -536,6 +543,7 @@ pub async fn run(options: Options) -> Result<Report> {
                 .clone()
                 .map(|(samples, flips)| figures::Soak::new(flips, samples, options.soak.duration)),
             wire,
+            sli,
         }
     };
 
@@ -615,6 +623,56 @@ fn spawn_progress(
             }
         }
     })
+}
+
+/// The controllers' latency SLI histograms, by (histogram, controller).
+type Sli = std::collections::BTreeMap<(&'static str, &'static str), figures::Buckets>;
+
+/// The SLI histograms on the controller's `/metrics` (or `--controller-metrics`); empty when
+/// they cannot be read.
+async fn sli_histograms(controller: Option<&Started>, options: &Options) -> Sli {
+    use controller::write_latency::{INFORMER_TO_WRITE, TRIGGER_TO_WRITE};
+    let page = match (controller, &options.controller_metrics) {
+        (Some(c), _) => c.metrics_page().await,
+        (None, Some(url)) => measured::http_get(url).await.ok().map(|(_, page)| page),
+        (None, None) => None,
+    };
+    let Some(page) = page else {
+        return Sli::default();
+    };
+    let mut found = Sli::default();
+    for (name, metric) in [
+        ("informer_to_write", INFORMER_TO_WRITE),
+        ("trigger_to_write", TRIGGER_TO_WRITE),
+    ] {
+        for controller in [
+            "endpointslice-controller",
+            "endpoints-controller",
+            "endpointslice-mirroring-controller",
+        ] {
+            if let Some(buckets) =
+                figures::scrape_histogram(&page, metric, ("controller", controller))
+            {
+                found.insert((name, controller), buckets);
+            }
+        }
+    }
+    found
+}
+
+/// The SLI figures of what was observed between two readings, for the histograms that
+/// timed a write in between.
+fn figures_since(now: &Sli, then: &Sli) -> Vec<figures::SliLatency> {
+    now.iter()
+        .map(|(&(name, controller), buckets)| {
+            figures::SliLatency::of(
+                name,
+                controller,
+                &buckets.since(then.get(&(name, controller))),
+            )
+        })
+        .filter(|s| s.writes > 0)
+        .collect()
 }
 
 /// A counter of a controller process's `/metrics`, summed over its series.
@@ -781,6 +839,7 @@ async fn drive(
             None => cold.then_some(0),
         },
         setup: started.elapsed(),
+        sli: sli_histograms(controller.as_ref(), options).await,
         soak: None,
     };
     lock(tracker).start_phase();

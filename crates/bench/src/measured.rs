@@ -52,6 +52,17 @@ impl Started {
         }
     }
 
+    /// The controller's `/metrics` page; `None` when it cannot be read.
+    pub async fn metrics_page(&self) -> Option<String> {
+        match self {
+            Self::Embedded(c) => controller::metrics::render(&c.registry).ok(),
+            Self::Process(c) => http_get(&format!("{}/metrics", c.base_url))
+                .await
+                .ok()
+                .map(|(_, page)| page),
+        }
+    }
+
     /// The child's process id, for /proc figures.
     pub fn pid(&self) -> Option<u32> {
         match self {
@@ -72,6 +83,7 @@ impl Started {
 /// Our controllers in this process, on their own Tokio runtime and threads so their CPU time
 /// can be counted apart.
 pub struct EmbeddedController {
+    registry: prometheus::Registry,
     readiness: Readiness,
     shutdown: CancellationToken,
     thread: std::thread::JoinHandle<Result<()>>,
@@ -87,7 +99,8 @@ impl EmbeddedController {
         settings.validate()?;
         let readiness = Readiness::new();
         let shutdown = CancellationToken::new();
-        let (r, s) = (readiness.clone(), shutdown.clone());
+        let registry = prometheus::Registry::new();
+        let (r, s, metrics) = (readiness.clone(), shutdown.clone(), registry.clone());
         let thread = std::thread::Builder::new()
             .name(format!("{CONTROLLER_THREADS}-main"))
             .spawn(move || -> Result<()> {
@@ -105,11 +118,10 @@ impl EmbeddedController {
                         shadow: None,
                         mirroring: true,
                     };
-                    let registry = prometheus::Registry::new();
                     controller::run(
                         client,
                         &options,
-                        &registry,
+                        &metrics,
                         r,
                         controller::Activity::new(),
                         s,
@@ -120,6 +132,7 @@ impl EmbeddedController {
             })
             .context("starting the controller thread")?;
         Ok(Self {
+            registry,
             readiness,
             shutdown,
             thread,

@@ -124,6 +124,22 @@ fn flap_of_random_pods_converges() {
     let r = Bench::scenario("flap").size(3, 3).churn(20).converged();
     assert_eq!(r["churn"], 20);
     assert_eq!(r["pod_writes"], 20);
+    // The controllers' own SLI over the phase, beside the watcher's latency: each Service
+    // controller timed at most one write per flip, from its informer and from the flip's
+    // Ready condition.
+    for controller in ["endpointslice-controller", "endpoints-controller"] {
+        for histogram in ["informer_to_write", "trigger_to_write"] {
+            let sli = r["sli"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["controller"] == controller && s["histogram"] == histogram)
+                .unwrap_or_else(|| panic!("no {histogram} of {controller} in {r:#}"));
+            let writes = sli["writes"].as_u64().unwrap();
+            assert!((1..=20).contains(&writes), "{sli:#}");
+            assert!(sli["p99_ms"].as_f64().unwrap() > 0.0, "{sli:#}");
+        }
+    }
 }
 
 #[test]
@@ -175,6 +191,8 @@ fn the_table_names_every_figure() {
     for row in [
         "time to convergence",
         "slices latency p50/p90/p99/max",
+        "SLI informer to write endpointslice-controller",
+        "SLI trigger to write endpoints-controller",
         "controller requests",
         "controller cpu",
         "peak rss",
@@ -208,6 +226,21 @@ fn cold_start_of_the_controller_as_its_own_process_writes_each_object_once() {
         .starts_with("the controller process"));
     assert!(r["resources"]["vm_hwm_bytes"].as_u64().unwrap() > 0);
     assert!(r["api_server_cpu"]["cpu_seconds"].as_f64().is_some());
+    // The SLI comes from the process' /metrics: one create per Service and controller.
+    let informer = |controller: &str| {
+        r["sli"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["controller"] == controller && s["histogram"] == "informer_to_write")
+            .map(|s| s["writes"].clone())
+    };
+    assert_eq!(
+        informer("endpointslice-controller"),
+        Some(4.into()),
+        "{r:#}"
+    );
+    assert_eq!(informer("endpoints-controller"), Some(4.into()), "{r:#}");
 }
 
 #[test]
