@@ -13,6 +13,7 @@ mod fault_schedules;
 mod image;
 mod listen_cli;
 mod logging_cli;
+mod monitoring;
 mod plan_cli;
 
 /// `kubectl-endpoints`, the binary built for these tests, to give arguments and run.
