@@ -82,7 +82,7 @@ async fn profile(Query(query): Query<HashMap<String, String>>) -> Response {
     }
 }
 
-/// Profiles the whole process for `duration` (blocking this thread), encoded.
+/// Profiles the whole process for `duration` (blocking this thread), encoded and gzip'd.
 fn take(duration: Duration) -> Result<Vec<u8>, pprof::Error> {
     let guard = pprof::ProfilerGuardBuilder::default()
         .frequency(FREQUENCY)
@@ -90,7 +90,16 @@ fn take(duration: Duration) -> Result<Vec<u8>, pprof::Error> {
         .build()?;
     std::thread::sleep(duration);
     let report = guard.report().build()?;
-    Ok(encode(&report))
+    Ok(gzip(&encode(&report))?)
+}
+
+/// `bytes` gzip'd, as Go's runtime/pprof writes every profile: `go tool pprof` and other
+/// readers take both, but tools that store or forward profiles expect the compressed form.
+fn gzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(bytes)?;
+    encoder.finish()
 }
 
 /// The messages of pprof's `profile.proto` that a CPU profile uses.

@@ -347,7 +347,15 @@ async fn a_cpu_profile_needs_a_token_and_an_allowed_path_and_pprof_reads_it() {
     spinner.join().unwrap();
     assert_eq!(code, 200, "{head}");
     assert!(head.contains("application/octet-stream"), "{head}");
-    let profile = Profile::decode(body.as_slice()).expect("a profile.proto message");
+    // Gzip'd, as Go serves it.
+    assert_eq!(body.get(..2), Some(&[0x1f, 0x8b][..]), "not gzip data");
+    let mut encoded = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(body.as_slice()),
+        &mut encoded,
+    )
+    .expect("a whole gzip stream");
+    let profile = Profile::decode(encoded.as_slice()).expect("a profile.proto message");
     assert!(
         !profile.sample.is_empty(),
         "no samples in 2s of a busy thread"
