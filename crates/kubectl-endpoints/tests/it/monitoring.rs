@@ -242,6 +242,46 @@ fn promtool_checks_the_rules_and_passes_their_unit_tests() {
     );
 }
 
+/// Each alert says how bad it is and what it means, and links its runbook: a section of
+/// docs/operations.md whose heading is the alert's name.
+#[test]
+fn every_alert_has_a_severity_annotations_and_a_runbook_in_the_operations_guide() {
+    let rules = read_yaml(&monitoring_dir().join("rules.yaml"));
+    let guide = std::fs::read_to_string(monitoring_dir().join("../../docs/operations.md")).unwrap();
+    let alerts: Vec<&Value> = rules["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .filter(|r| r["alert"].is_string())
+        .collect();
+    assert!(alerts.len() >= 10, "{} alerts", alerts.len());
+    for alert in alerts {
+        let name = alert["alert"].as_str().unwrap();
+        assert!(
+            ["critical", "warning", "info"]
+                .contains(&alert["labels"]["severity"].as_str().unwrap_or("")),
+            "{name}: severity"
+        );
+        for annotation in ["summary", "description"] {
+            assert!(
+                alert["annotations"][annotation].is_string(),
+                "{name}: {annotation}"
+            );
+        }
+        let anchor = name.to_lowercase();
+        assert_eq!(
+            alert["annotations"]["runbook_url"],
+            format!("docs/operations.md#{anchor}"),
+            "{name}"
+        );
+        assert!(
+            guide.contains(&format!("\n#### {name}\n")),
+            "docs/operations.md has no runbook heading `#### {name}`"
+        );
+    }
+}
+
 #[test]
 fn the_prometheus_rule_holds_the_groups_of_rules_yaml() {
     let rules = read_yaml(&monitoring_dir().join("rules.yaml"));
