@@ -36,9 +36,11 @@ pub struct ControllerFlags {
     /// identity keeps the Lease and obtains the tokens.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value_t = false, action = clap::ArgAction::Set)]
     pub use_service_account_credentials: bool,
-    /// Address for /metrics, /healthz, /livez and /readyz, on both ports.
-    #[arg(long, default_value = "0.0.0.0")]
-    pub bind_address: IpAddr,
+    /// Address for /metrics, /healthz, /livez and /readyz, on both ports. `run` binds
+    /// 0.0.0.0 unless given, as kube-controller-manager does; `dev` binds 127.0.0.1, since its
+    /// plain-HTTP port has no authentication.
+    #[arg(long)]
+    pub bind_address: Option<IpAddr>,
     /// Port for /metrics, /healthz, /livez and /readyz over plain HTTP, without TLS or
     /// authentication. Off unless given (0 also turns it off); `dev` serves it on 10252.
     #[arg(long)]
@@ -193,7 +195,9 @@ impl ControllerFlags {
         s.client.burst = self.kube_api_burst;
         s.client.encoding = self.kube_api_content_type;
         s.client.use_service_account_credentials = self.use_service_account_credentials;
-        s.serving.bind_address = self.bind_address;
+        if let Some(address) = self.bind_address {
+            s.serving.bind_address = address;
+        }
         // Upstream's --port 0 meant "no plain HTTP"; so does ours.
         s.serving.port = self.port.filter(|port| *port != 0);
         s.serving.secure = self.serving.settings(DEFAULT_SECURE_PORT);

@@ -278,6 +278,11 @@ mod tests {
             .expect("valid");
         assert_eq!(settings.serving.port, None);
         assert_eq!(settings.serving.secure.port, 10257);
+        // kube-controller-manager's default: every interface.
+        assert_eq!(
+            settings.serving.bind_address,
+            std::net::IpAddr::from([0, 0, 0, 0])
+        );
         assert_eq!(
             settings.serving.secure.cert,
             controller::secure_serving::CertSource::SelfSigned { cert_dir: None }

@@ -64,6 +64,10 @@ pub async fn run(args: DevArgs) -> Result<()> {
     if flags.serving.secure_port.is_none() {
         settings.serving.secure.port = 0;
     }
+    // Plain HTTP has no authentication: loopback only, unless --bind-address says otherwise.
+    if flags.bind_address.is_none() {
+        settings.serving.bind_address = std::net::Ipv4Addr::LOCALHOST.into();
+    }
     let session = Session::start(settings, flags).await?;
     let metrics = match (session.metrics_addr, session.secure_addr) {
         (Some(plain), _) => format!("http://{plain}/metrics"),

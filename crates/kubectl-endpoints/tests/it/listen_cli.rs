@@ -30,3 +30,43 @@ fn allow_remote_is_documented_with_its_risk() {
         assert!(help.contains("no authentication"), "{command}: {help}");
     }
 }
+
+/// The address `dev` serves its plain-HTTP metrics on, from its log.
+fn dev_metrics_address(extra: &[&str]) -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+        .to_string();
+    let out = run(cli()
+        .args([
+            "dev",
+            "-f",
+            "../../examples",
+            "--exit-when-synced",
+            "--port",
+            &port,
+        ])
+        .args(extra));
+    out.assert_exit(0, &[]);
+    let line = out
+        .stderr
+        .lines()
+        .find(|l| l.contains("over plain HTTP"))
+        .unwrap_or_else(|| panic!("no plain HTTP line in {}", out.stderr))
+        .to_owned();
+    line.split("address=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line}"))
+        .trim_matches('"')
+        .to_owned()
+}
+
+#[test]
+fn dev_serves_its_unauthenticated_metrics_on_loopback_unless_told_otherwise() {
+    let default = dev_metrics_address(&[]);
+    assert!(default.starts_with("127.0.0.1:"), "{default}");
+    let asked = dev_metrics_address(&["--bind-address", "0.0.0.0"]);
+    assert!(asked.starts_with("0.0.0.0:"), "{asked}");
+}
