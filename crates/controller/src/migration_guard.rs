@@ -249,6 +249,17 @@ impl MigrationGuard {
                  and the manager",
             &["controller", "manager"],
         )?;
+        // The series an alert watches start at 0, so that `increase()` sees the first
+        // foreign write by kube-controller-manager rather than a series appearing.
+        for (guarded, controller) in [
+            (guarded.slices, Identity::EndpointSlices),
+            (guarded.mirrored_slices, Identity::Mirroring),
+            (guarded.endpoints, Identity::Endpoints),
+        ] {
+            if guarded {
+                foreign_writes.with_label_values(&[controller.controller_name(), UPSTREAM_MANAGER]);
+            }
+        }
         tap.enabled.store(true, Ordering::Relaxed);
         Ok(Arc::new(Self {
             tap,

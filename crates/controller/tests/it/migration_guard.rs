@@ -405,3 +405,42 @@ async fn kube_controller_managers_write_to_a_mirrored_slice_names_the_mirroring_
     guarded.controllers.stop().await;
     Ok(())
 }
+
+/// The series an alert on the counter watches exist at 0 from the start, one per controller
+/// running, so that Prometheus' `increase()` sees the first foreign write.
+#[tokio::test]
+async fn kube_controller_managers_series_start_at_zero_for_each_controller_running() {
+    let cluster = TestCluster::start().await;
+    let controllers = cluster.run_controllers(options()).await;
+    let series = |controller: &str| -> Option<f64> {
+        controllers
+            .registry
+            .gather()
+            .iter()
+            .filter(|family| family.name() == FOREIGN_WRITES)
+            .flat_map(|family| family.get_metric().iter())
+            .find(|m| {
+                let label = |name: &str| {
+                    m.get_label()
+                        .iter()
+                        .find(|l| l.name() == name)
+                        .map(|l| l.value().to_owned())
+                };
+                label("controller").as_deref() == Some(controller)
+                    && label("manager").as_deref() == Some(KCM)
+            })
+            .map(|m| m.get_counter().get_value())
+    };
+    testkit::until("the guard's counter is registered", || {
+        series("endpointslice-controller").is_some()
+    })
+    .await;
+    assert_eq!(series("endpointslice-controller"), Some(0.0));
+    assert_eq!(series("endpoints-controller"), Some(0.0));
+    assert_eq!(
+        series("endpointslice-mirroring-controller"),
+        None,
+        "the mirroring controller does not run"
+    );
+    controllers.stop().await;
+}
