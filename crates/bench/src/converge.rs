@@ -45,6 +45,9 @@ impl Observed for EndpointsAddress {
 #[derive(Debug)]
 struct Pending<T> {
     expected: Option<T>,
+    /// When the change was made: its status stamped, before the write (and before the
+    /// load generator's client waited for its rate limit).
+    changed_at: Instant,
     written_at: Option<Instant>,
     observed_at: Option<Instant>,
 }
@@ -55,6 +58,9 @@ pub struct Latencies<T> {
     pending: HashMap<String, Pending<T>>,
     /// Write completion to first reflecting watch event, one per observed change.
     pub samples: Vec<Duration>,
+    /// The change (its status stamped, before the write) to first reflecting watch event:
+    /// the span kube-proxy's SLI starts with, up to the controller's write.
+    pub from_change: Vec<Duration>,
     /// Changes replaced by a later change of the same pod before they were seen.
     pub superseded: u64,
     /// Changes expected.
@@ -66,6 +72,7 @@ impl<T> Default for Latencies<T> {
         Self {
             pending: HashMap::new(),
             samples: Vec::new(),
+            from_change: Vec::new(),
             superseded: 0,
             changes: 0,
         }
@@ -73,11 +80,13 @@ impl<T> Default for Latencies<T> {
 }
 
 impl<T: Observed> Latencies<T> {
-    /// Registers, before the write, that `pod` should come to look like `expected`.
-    fn expect(&mut self, pod: &str, expected: Option<T>) {
+    /// Registers, before the write, that `pod` should come to look like `expected`, changed
+    /// `now`.
+    fn expect(&mut self, pod: &str, expected: Option<T>, now: Instant) {
         self.changes += 1;
         let new = Pending {
             expected,
+            changed_at: now,
             written_at: None,
             observed_at: None,
         };
@@ -117,6 +126,8 @@ impl<T: Observed> Latencies<T> {
         if !matched || p.observed_at.is_some() {
             return;
         }
+        self.from_change
+            .push(at.saturating_duration_since(p.changed_at));
         match p.written_at {
             Some(written) => {
                 self.samples.push(at.saturating_duration_since(written));
@@ -247,10 +258,10 @@ impl Tracker {
         let slice_of = |p: &Option<PodModel>| p.as_ref().and_then(|p| p.in_slices(None));
         let endpoints_of = |p: &Option<PodModel>| p.as_ref().and_then(PodModel::in_endpoints);
         if slice_of(&old) != slice_of(&new) {
-            self.slice_latency.expect(name, slice_of(&new));
+            self.slice_latency.expect(name, slice_of(&new), now);
         }
         if endpoints_of(&old) != endpoints_of(&new) {
-            self.endpoints_latency.expect(name, endpoints_of(&new));
+            self.endpoints_latency.expect(name, endpoints_of(&new), now);
         }
         match new {
             Some(p) => {
@@ -791,7 +802,9 @@ mod tests {
 
     #[test]
     fn a_change_is_timed_from_its_write_to_the_first_event_showing_it() {
-        let (mut t, start) = tracker_with_web_1(pod(true, false));
+        let (mut t, changed) = tracker_with_web_1(pod(true, false));
+        // The write waited 20 ms for the load generator's rate limit.
+        let start = changed + Duration::from_millis(20);
         t.written("web-1", start);
         // An event that does not show the pod leaves the change pending.
         t.on_slice_event(watcher::Event::Apply(slice(json!([]))), start);
@@ -802,6 +815,7 @@ mod tests {
             "targetRef": {"kind": "Pod", "name": "web-1"}}]));
         t.on_slice_event(watcher::Event::Apply(shown), later);
         assert_eq!(t.slice_latency.samples, vec![Duration::from_millis(30)]);
+        assert_eq!(t.slice_latency.from_change, vec![Duration::from_millis(50)]);
         assert_eq!(t.slice_writes.created, 1);
         assert_eq!(t.slice_writes.updated, 1);
     }

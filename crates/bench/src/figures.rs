@@ -57,8 +57,12 @@ pub fn seconds(d: Duration) -> f64 {
 pub struct ChangeLatency {
     /// Changes the bench wrote that this view should show.
     pub changes: u64,
-    /// Latencies of those that it showed.
+    /// Latencies of those that it showed, from the write's answer.
     pub latency: Percentiles,
+    /// The same, from the change itself: its status stamped, before the load generator's
+    /// client sent it (and waited for its rate limit). The controllers'
+    /// `trigger_to_write` SLI covers this span, in whole seconds.
+    pub from_change: Percentiles,
     /// Changes overtaken by a later change of the same pod before they were seen.
     pub superseded: u64,
     /// Changes never seen (the state they asked for was never shown on its own).
@@ -400,6 +404,11 @@ impl Report {
             ),
             ("pod writes".into(), self.pod_writes.to_string()),
         ];
+        let quantiles = |p: &Percentiles| {
+            [p.p50_ms, p.p90_ms, p.p99_ms, p.max_ms]
+                .map(|ms| opt(ms, ""))
+                .join(" / ")
+        };
         for (name, l) in [
             ("slices", &self.slice_latency),
             ("endpoints", &self.endpoints_latency),
@@ -409,14 +418,16 @@ impl Report {
                 format!("{name} latency p50/p90/p99/max"),
                 format!(
                     "{} ms ({} of {} changes; {} superseded, {} unobserved)",
-                    [p.p50_ms, p.p90_ms, p.p99_ms, p.max_ms]
-                        .map(|ms| opt(ms, ""))
-                        .join(" / "),
+                    quantiles(p),
                     p.count,
                     l.changes,
                     l.superseded,
                     l.unobserved
                 ),
+            ));
+            rows.push((
+                format!("{name} latency from the change"),
+                format!("{} ms", quantiles(&l.from_change)),
             ));
         }
         for s in &self.sli {

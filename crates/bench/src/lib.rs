@@ -485,12 +485,16 @@ pub async fn run(options: Options) -> Result<Report> {
     };
     let report = {
         let t = lock(&tracker);
-        let latency = |samples: &[Duration], changes, superseded, unobserved| ChangeLatency {
-            changes,
-            latency: Percentiles::of(samples),
-            superseded,
-            unobserved,
-        };
+        let latency =
+            |samples: &[Duration], from_change: &[Duration], changes, superseded, unobserved| {
+                ChangeLatency {
+                    changes,
+                    latency: Percentiles::of(samples),
+                    from_change: Percentiles::of(from_change),
+                    superseded,
+                    unobserved,
+                }
+            };
         Report {
             scenario: options.scenario.name().into(),
             services: options.services,
@@ -517,12 +521,14 @@ pub async fn run(options: Options) -> Result<Report> {
             pod_writes: pod_changes,
             slice_latency: latency(
                 &t.slice_latency.samples,
+                &t.slice_latency.from_change,
                 t.slice_latency.changes,
                 t.slice_latency.superseded,
                 t.slice_latency.unobserved(),
             ),
             endpoints_latency: latency(
                 &t.endpoints_latency.samples,
+                &t.endpoints_latency.from_change,
                 t.endpoints_latency.changes,
                 t.endpoints_latency.superseded,
                 t.endpoints_latency.unobserved(),

@@ -191,6 +191,7 @@ fn the_table_names_every_figure() {
     for row in [
         "time to convergence",
         "slices latency p50/p90/p99/max",
+        "slices latency from the change",
         "SLI informer to write endpointslice-controller",
         "SLI trigger to write endpoints-controller",
         "controller requests",
