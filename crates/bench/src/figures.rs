@@ -142,6 +142,13 @@ pub struct Report {
     pub converged_services: usize,
     /// Pod writes of the load generator in the measured phase.
     pub pod_writes: u64,
+    /// Pod writes a second the load generator kept up while it wrote (`--qps` asks for a
+    /// rate; the generator's writes in flight and the server's answers may allow less).
+    pub load_writes_per_second: Option<f64>,
+    /// Who set the pace: `load generator` when the controller converged within a second of
+    /// the generator's last write (the run measured the generator, not the controller's
+    /// limit), `controller` when it needed longer.
+    pub bottleneck: Option<String>,
     /// Per-change latency from a pod write to the first EndpointSlice event showing it.
     pub slice_latency: ChangeLatency,
     /// Per-change latency from a pod write to the first Endpoints event showing it.
@@ -403,6 +410,14 @@ impl Report {
                 opt(self.convergence_seconds, "s"),
             ),
             ("pod writes".into(), self.pod_writes.to_string()),
+            (
+                "load generator rate".into(),
+                opt(self.load_writes_per_second, " pod writes/s"),
+            ),
+            (
+                "bottleneck".into(),
+                self.bottleneck.clone().unwrap_or_else(|| "n/a".into()),
+            ),
         ];
         let quantiles = |p: &Percentiles| {
             [p.p50_ms, p.p90_ms, p.p99_ms, p.max_ms]
@@ -531,6 +546,21 @@ impl Report {
     }
 }
 
+/// Who set a measured phase's pace, from when the load generator finished writing and when
+/// the controller converged (seconds from the phase's start). A controller that converged
+/// within a second of the last write kept up: the generator was the bottleneck.
+pub fn bottleneck(load_seconds: Option<f64>, convergence_seconds: Option<f64>) -> Option<String> {
+    let (load, converged) = (load_seconds?, convergence_seconds?);
+    let lag = (converged - load).max(0.0);
+    Some(if lag <= 1.0 {
+        format!(
+            "load generator: the controller converged {lag:.3}s after its last write; raise              --qps and --concurrency to find the controller's limit"
+        )
+    } else {
+        format!("controller: it converged {lag:.3}s after the load generator's last write")
+    })
+}
+
 /// Turns `(verb, resource)` counts into the report's maps.
 pub fn requests(source: &str, counts: &super::count::Counts) -> Requests {
     let mut by_verb = BTreeMap::new();
@@ -648,6 +678,21 @@ mod tests {
         let m = scrape_requests(page).unwrap();
         assert_eq!(m.get("get"), Some(&6));
         assert_eq!(m.get("post"), Some(&2));
+    }
+
+    #[test]
+    fn the_bottleneck_is_the_generator_when_the_controller_kept_up() {
+        assert!(bottleneck(Some(10.0), Some(10.4))
+            .unwrap()
+            .starts_with("load generator"));
+        assert!(bottleneck(Some(10.0), Some(14.0))
+            .unwrap()
+            .starts_with("controller: it converged 4.000s"));
+        assert_eq!(
+            bottleneck(Some(10.0), None),
+            None,
+            "not converged: no verdict"
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod load;
 pub mod measured;
 pub mod model;
 pub mod server;
+pub mod shape;
 
 use anyhow::{bail, Context, Result};
 use converge::{lock, Shared};
@@ -485,6 +486,11 @@ pub async fn run(options: Options) -> Result<Report> {
     };
     let report = {
         let t = lock(&tracker);
+        let load_seconds = marks.load_end.map(|e| figures::seconds(e - marks.start));
+        let convergence_seconds = t
+            .converged_at
+            .filter(|_| t.converged())
+            .map(|c| figures::seconds(c.saturating_duration_since(marks.start)));
         let latency =
             |samples: &[Duration], from_change: &[Duration], changes, superseded, unobserved| {
                 ChangeLatency {
@@ -512,13 +518,14 @@ pub async fn run(options: Options) -> Result<Report> {
             converged: t.converged() && !timed_out,
             timed_out,
             setup_seconds: figures::seconds(marks.setup),
-            load_seconds: marks.load_end.map(|e| figures::seconds(e - marks.start)),
-            convergence_seconds: t
-                .converged_at
-                .filter(|_| t.converged())
-                .map(|c| figures::seconds(c.saturating_duration_since(marks.start))),
+            load_seconds,
+            convergence_seconds,
             converged_services: t.converged_services(),
             pod_writes: pod_changes,
+            load_writes_per_second: load_seconds
+                .filter(|s| *s > 0.0 && pod_changes > 0)
+                .map(|s| (pod_changes as f64 / s * 10.0).round() / 10.0),
+            bottleneck: figures::bottleneck(load_seconds, convergence_seconds),
             slice_latency: latency(
                 &t.slice_latency.samples,
                 &t.slice_latency.from_change,

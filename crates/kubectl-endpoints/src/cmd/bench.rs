@@ -38,6 +38,16 @@ pub struct BenchArgs {
     /// Number of zones the nodes are spread over.
     #[arg(long, default_value_t = 3)]
     pub zones: usize,
+    /// A cluster shape at Kubernetes' scalability limits, instead of --services,
+    /// --pods-per-service, --nodes and --zones: many-nodes (5,000 nodes, 200 Services x 50
+    /// pods), many-services (10,000 Services x 15 pods), huge-service (one Service of 5,000
+    /// pods), limits (10,000 Services x 15 pods on 5,000 nodes).
+    #[arg(long, value_enum, conflicts_with_all = ["services", "pods_per_service", "nodes", "zones"])]
+    pub shape: Option<bench::shape::Shape>,
+    /// Shrinks --shape by this factor (more than 0, at most 1): a huge Service gets fewer
+    /// pods, the other shapes fewer Services and nodes.
+    #[arg(long, requires = "shape", default_value_t = 1.0)]
+    pub scale: f64,
     /// Size of the measured churn: readiness flips (flap), scale steps (scale), node events
     /// (nodes), or pods per Service replaced per step (rolling; default a quarter of them).
     #[arg(long)]
@@ -126,12 +136,21 @@ pub enum Output {
 
 /// Runs the command; false when it timed out or did not converge.
 pub async fn run(args: BenchArgs) -> Result<bool> {
+    let size = match args.shape {
+        Some(shape) => shape.scaled(args.scale)?,
+        None => bench::shape::Size {
+            services: args.services,
+            pods_per_service: args.pods_per_service,
+            nodes: args.nodes,
+            zones: args.zones,
+        },
+    };
     let options = bench::Options {
         scenario: args.scenario,
-        services: args.services,
-        pods_per_service: args.pods_per_service,
-        nodes: args.nodes,
-        zones: args.zones,
+        services: size.services,
+        pods_per_service: size.pods_per_service,
+        nodes: size.nodes,
+        zones: size.zones,
         churn: args.churn,
         seed: args.seed,
         pod_shape: args.pod_shape,

@@ -192,6 +192,8 @@ fn the_table_names_every_figure() {
         "time to convergence",
         "slices latency p50/p90/p99/max",
         "slices latency from the change",
+        "load generator rate",
+        "bottleneck",
         "SLI informer to write endpointslice-controller",
         "SLI trigger to write endpoints-controller",
         "controller requests",
@@ -281,4 +283,32 @@ fn soak_samples_the_controllers_memory_over_a_steady_flap() {
     let flips = soak["flips"].as_u64().unwrap();
     assert!((10..=20).contains(&flips), "{soak:#}");
     assert!(soak["growth_percent"].as_f64().is_some(), "{soak:#}");
+}
+
+#[test]
+fn a_shape_at_kubernetes_limits_shrinks_with_scale_and_names_its_bottleneck() {
+    let r = Bench::scenario("create")
+        .args(&["--shape", "huge-service", "--scale", "0.01"])
+        .converged();
+    // One Service of 5,000 pods at a hundredth: still one Service, of 50 pods.
+    assert_eq!(
+        (&r["services"], &r["pods_per_service"], &r["nodes"]),
+        (&1.into(), &50.into(), &3.into())
+    );
+    assert!(r["load_writes_per_second"].as_f64().unwrap() > 0.0, "{r:#}");
+    let bottleneck = r["bottleneck"].as_str().unwrap();
+    assert!(
+        bottleneck.starts_with("load generator") || bottleneck.starts_with("controller"),
+        "{bottleneck}"
+    );
+
+    // A shape replaces the size flags, and --scale needs a shape.
+    for args in [
+        &["--shape", "limits", "--services", "3"][..],
+        &["--scale", "0.5"][..],
+        &["--shape", "limits", "--scale", "2"][..],
+    ] {
+        let out = Bench::scenario("create").args(args).json();
+        assert!(!out.status.success(), "{args:?} was accepted");
+    }
 }
