@@ -5,6 +5,7 @@
 
 mod common;
 mod endpoints_repack;
+mod node_topology;
 mod plan_slices;
 mod slice_fill;
 mod stored_objects;
@@ -15,6 +16,7 @@ criterion::criterion_group! {
     config = common::config();
     targets =
         endpoints_repack::bench_plan_endpoints,
+        node_topology::bench_node_event,
         plan_slices::bench_plan_slices,
         slice_fill::bench_fill,
         stored_objects::bench_stored_objects,
