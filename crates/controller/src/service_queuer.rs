@@ -3,7 +3,7 @@
 
 use crate::index::Stores;
 use crate::informer::Handler;
-use crate::queue::WorkQueue;
+use crate::queue::{Clock, WorkQueue};
 use reconcile::keys::ServiceKey;
 use reconcile::projection::{PodInfo, ServiceInfo};
 use std::sync::Arc;
@@ -28,7 +28,7 @@ impl ServiceQueuer {
     }
 
     fn queue_after_batch(&self, keys: Vec<ServiceKey>) {
-        crate::worker::queue_after(&self.queue, keys, self.batch_period);
+        crate::worker::queue_after(&self.queue, keys, self.batch_period, Clock::Start);
     }
 }
 

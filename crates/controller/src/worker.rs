@@ -2,7 +2,7 @@
 //! give up after the retry limit. [`SyncError`] is what a sync hands back, and the loop
 //! decides from its variant alone.
 
-use crate::queue::{QueueKey, Retry, WorkQueue};
+use crate::queue::{Clock, QueueKey, Retry, WorkQueue};
 use crate::write_latency::{ControllerLatency, Wrote};
 use reconcile::keys::ServiceKey;
 use reconcile::slice::MissingNode;
@@ -111,17 +111,19 @@ impl SyncError {
     }
 }
 
-/// Queues keys after the batch period (at once when it is zero), as pod events are.
+/// Queues keys after the batch period (at once when it is zero), as pod events are;
+/// `clock` says whether they carry a change the latency SLI times.
 pub fn queue_after<K: QueueKey>(
     queue: &WorkQueue<K>,
     keys: Vec<K>,
     batch_period: std::time::Duration,
+    clock: Clock,
 ) {
     for key in keys {
         if batch_period.is_zero() {
-            queue.add(key);
+            queue.add_with(key, clock);
         } else {
-            queue.add_after(key, batch_period);
+            queue.add_after_with(key, batch_period, clock);
         }
     }
 }

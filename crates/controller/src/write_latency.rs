@@ -94,13 +94,6 @@ pub struct ControllerLatency {
 }
 
 impl ControllerLatency {
-    /// A pair registered nowhere, for controllers built outside [`crate::run`] (tests).
-    pub fn unregistered() -> Self {
-        WriteLatency::register(&Registry::new())
-            .expect("a fresh registry takes both histograms")
-            .of("")
-    }
-
     /// Records a successful sync of a key whose earliest uncarried change reached the
     /// controller at `since` (none when the sync was not asked for by a change, such as a
     /// start-up check); `wrote` is what the sync wrote.
@@ -147,9 +140,9 @@ impl Wrote {
         }
     }
 
-    /// `self` if anything was written (`count > 0`), else nothing.
-    pub fn if_any(count: usize, trigger_time: Option<Timestamp>) -> Self {
-        if count > 0 {
+    /// A write acknowledged now if `wrote`, else nothing.
+    pub fn when(wrote: bool, trigger_time: Option<Timestamp>) -> Self {
+        if wrote {
             Self::now(trigger_time)
         } else {
             Wrote::Nothing

@@ -30,7 +30,7 @@ impl ServiceSync for EndpointsController {
             let mut state = self.state.lock();
             state.triggers.delete_service(key);
             state.stale.delete(key);
-            return Ok(Wrote::if_any(usize::from(deleted), None));
+            return Ok(Wrote::when(deleted, None));
         };
         if service.is_skipped() {
             return Ok(Wrote::Nothing);
@@ -82,7 +82,7 @@ impl ServiceSync for EndpointsController {
             EndpointsAction::Unchanged => Ok(Wrote::Nothing),
             EndpointsAction::Create(object) => {
                 let created = self.create(key, &object).await?;
-                Ok(Wrote::if_any(usize::from(created), trigger_time))
+                Ok(Wrote::when(created, trigger_time))
             }
             EndpointsAction::Update(object) => {
                 let replaced = self.update(key, current.as_ref(), &object).await?;

@@ -90,7 +90,7 @@ impl ServiceSync for EndpointSliceController {
         }
 
         let written = self.write_batches(key, &plan.batches).await;
-        let wrote = Wrote::if_any(written.changed, trigger_time);
+        let wrote = Wrote::when(written.changed > 0, trigger_time);
         self.metrics
             .endpointslices_changed_per_sync
             .with_label_values(&[

@@ -3,6 +3,8 @@
 
 use super::MirroringController;
 use crate::informer::Handler;
+use crate::queue::Clock;
+use crate::worker::queue_after;
 use reconcile::mirroring::triggers;
 use reconcile::projection::{ServiceInfo, StoredEndpoints, StoredSlice};
 use std::sync::Arc;
@@ -29,14 +31,12 @@ impl MirroringController {
     /// Slice events wait out the batch period, so a burst of edits costs one sync. Like the
     /// EndpointSlice controller's, they are rechecks the latency SLI does not time.
     fn queue_batched(&self, keys: Vec<reconcile::keys::ServiceKey>) {
-        let (queue, period) = (self.workers.queue(), self.parts.batch_period);
-        for key in keys {
-            if period.is_zero() {
-                queue.requeue(key);
-            } else {
-                queue.requeue_after(key, period);
-            }
-        }
+        queue_after(
+            self.workers.queue(),
+            keys,
+            self.parts.batch_period,
+            Clock::Keep,
+        );
     }
 }
 

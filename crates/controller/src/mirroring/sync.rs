@@ -72,7 +72,7 @@ impl MirroringController {
         if let MirroringAction::Cleanup(_) = plan.action {
             let (deleted, errors) = self.delete_all(key, &plan.delete).await;
             return match SyncError::combine(key, errors) {
-                None => Ok(Wrote::if_any(deleted, None)),
+                None => Ok(Wrote::when(deleted > 0, None)),
                 Some(error) => Err(error),
             };
         }
@@ -95,7 +95,7 @@ impl MirroringController {
             }
         }
         let written = self.write_plan(key, &plan).await?;
-        Ok(Wrote::if_any(written, trigger_time))
+        Ok(Wrote::when(written > 0, trigger_time))
     }
 
     fn observe_figures(&self, figures: &MirroringFigures) {

@@ -140,16 +140,15 @@ struct State<K> {
     ready: VecDeque<K>,
     /// Keys that need processing: those in `ready` and those re-added while processing.
     dirty: HashSet<K>,
-    /// Keys handed to a worker and not yet done, with the instant they were handed out.
-    processing: HashMap<K, Instant>,
+    /// Keys handed to a worker and not yet done, with the instant they were handed out and
+    /// their `changed_since`, until the worker takes it.
+    processing: HashMap<K, (Instant, Option<Instant>)>,
     /// When each dirty key was first added, for the queue-duration histogram.
     added_at: HashMap<K, Instant>,
     /// For each key, when the earliest change not yet handed to a worker asked for it (the
     /// first `add` or `add_after` call since it was last handed out, not when a delay ran
     /// out): where the latency SLI starts.
     changed_since: HashMap<K, Instant>,
-    /// The `changed_since` of each key being processed, until its worker takes it.
-    processing_since: HashMap<K, Instant>,
     /// Delayed keys: the earliest instant each is due, and its entry in `timers`.
     waiting: HashMap<K, (Instant, u64)>,
     /// Delayed keys ordered by due instant; the sequence number keeps equal instants in
@@ -196,7 +195,6 @@ impl<K: QueueKey> WorkQueue<K> {
                     processing: HashMap::new(),
                     added_at: HashMap::new(),
                     changed_since: HashMap::new(),
-                    processing_since: HashMap::new(),
                     waiting: HashMap::new(),
                     timers: BTreeMap::new(),
                     next_seq: 0,
@@ -220,16 +218,17 @@ impl<K: QueueKey> WorkQueue<K> {
     /// A key already waiting is not added twice; a key being processed is handed out again
     /// after its worker calls [`done`](Self::done). Ignored once the queue is shutting down.
     pub fn add(&self, key: K) {
-        self.add_now(key, Clock::Start);
+        self.add_with(key, Clock::Start);
     }
 
     /// [`add`](Self::add) for a key queued again with no new change: a resumed wait or a
     /// recheck. The SLI's clock does not start.
     pub fn requeue(&self, key: K) {
-        self.add_now(key, Clock::Keep);
+        self.add_with(key, Clock::Keep);
     }
 
-    fn add_now(&self, key: K, clock: Clock) {
+    /// [`add`](Self::add) or [`requeue`](Self::requeue), as `clock` says.
+    pub fn add_with(&self, key: K, clock: Clock) {
         let woke = {
             let mut state = lock(&self.inner.state);
             let now = Instant::now();
@@ -249,16 +248,18 @@ impl<K: QueueKey> WorkQueue<K> {
     /// A key already waiting keeps the earlier of its two due instants. Counted in
     /// `workqueue_retries_total`, as client-go counts every delayed add.
     pub fn add_after(&self, key: K, delay: Duration) {
-        self.schedule(key, delay, Clock::Start);
+        self.add_after_with(key, delay, Clock::Start);
     }
 
     /// [`add_after`](Self::add_after) for a recheck with no new change (an echo of our own
     /// write, a shadow check waiting for the other writer): the SLI's clock does not start.
     pub fn requeue_after(&self, key: K, delay: Duration) {
-        self.schedule(key, delay, Clock::Keep);
+        self.add_after_with(key, delay, Clock::Keep);
     }
 
-    fn schedule(&self, key: K, delay: Duration, clock: Clock) {
+    /// [`add_after`](Self::add_after) or [`requeue_after`](Self::requeue_after), as `clock`
+    /// says.
+    pub fn add_after_with(&self, key: K, delay: Duration, clock: Clock) {
         {
             let mut state = lock(&self.inner.state);
             if state.shutting_down {
@@ -372,10 +373,8 @@ impl<K: QueueKey> WorkQueue<K> {
         self.promote_due(&mut state, now);
         if let Some(key) = state.ready.pop_front() {
             state.dirty.remove(&key);
-            state.processing.insert(key.clone(), now);
-            if let Some(since) = state.changed_since.remove(&key) {
-                state.processing_since.insert(key.clone(), since);
-            }
+            let since = state.changed_since.remove(&key);
+            state.processing.insert(key.clone(), (now, since));
             let added = state.added_at.remove(&key);
             if let Some(metrics) = &self.inner.metrics {
                 metrics.depth.dec();
@@ -401,7 +400,10 @@ impl<K: QueueKey> WorkQueue<K> {
     /// [`get`](Self::get); `None` when the key was handed out without an add (never, today)
     /// or the start was already taken.
     pub fn take_changed_since(&self, key: &K) -> Option<Instant> {
-        lock(&self.inner.state).processing_since.remove(key)
+        lock(&self.inner.state)
+            .processing
+            .get_mut(key)
+            .and_then(|(_, since)| since.take())
     }
 
     /// Hands `since` on to the key's next attempt, after a failed sync: the retry's latency
@@ -416,8 +418,7 @@ impl<K: QueueKey> WorkQueue<K> {
     pub fn done(&self, key: &K) {
         {
             let mut state = lock(&self.inner.state);
-            state.processing_since.remove(key);
-            if let Some(started) = state.processing.remove(key) {
+            if let Some((started, _)) = state.processing.remove(key) {
                 if let Some(metrics) = &self.inner.metrics {
                     metrics.work_duration.observe(
                         Instant::now()
@@ -519,7 +520,7 @@ impl<K: QueueKey> WorkQueue<K> {
 
 /// Whether an add starts the latency SLI's clock for its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Clock {
+pub enum Clock {
     /// Something the key depends on changed now.
     Start,
     /// No new change: the key's clock stays as it is.
@@ -542,7 +543,7 @@ fn progress<K: QueueKey>(inner: &Weak<Inner<K>>) -> Progress {
     state
         .processing
         .values()
-        .map(|started| now.saturating_duration_since(*started).as_secs_f64())
+        .map(|(started, _)| now.saturating_duration_since(*started).as_secs_f64())
         .fold(Progress::default(), |acc, secs| Progress {
             unfinished_seconds: acc.unfinished_seconds + secs,
             longest_running_seconds: acc.longest_running_seconds.max(secs),
