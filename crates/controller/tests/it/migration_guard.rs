@@ -413,23 +413,10 @@ async fn kube_controller_managers_series_start_at_zero_for_each_controller_runni
     let cluster = TestCluster::start().await;
     let controllers = cluster.run_controllers(options()).await;
     let series = |controller: &str| -> Option<f64> {
-        controllers
-            .registry
-            .gather()
-            .iter()
-            .filter(|family| family.name() == FOREIGN_WRITES)
-            .flat_map(|family| family.get_metric().iter())
-            .find(|m| {
-                let label = |name: &str| {
-                    m.get_label()
-                        .iter()
-                        .find(|l| l.name() == name)
-                        .map(|l| l.value().to_owned())
-                };
-                label("controller").as_deref() == Some(controller)
-                    && label("manager").as_deref() == Some(KCM)
-            })
-            .map(|m| m.get_counter().get_value())
+        let labels = [("controller", controller), ("manager", KCM)];
+        testkit::cluster::series(&controllers.registry, FOREIGN_WRITES, &labels)
+            .first()
+            .map(|(_, m)| m.get_counter().get_value())
     };
     testkit::until("the guard's counter is registered", || {
         series("endpointslice-controller").is_some()

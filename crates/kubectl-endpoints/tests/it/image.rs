@@ -8,6 +8,7 @@
 //! (`scripts/install-test-deps.sh` installs Debian's); without them it says why and passes,
 //! except under `CI=true`, where it fails.
 
+use crate::free_port;
 use kubectl_endpoints::conformance::{compare, Written};
 use kubectl_endpoints::fault_schedule::verdict::live;
 use kubectl_endpoints::manifests::{into_values, load_paths};
@@ -79,13 +80,6 @@ impl Drop for Running {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
 }
 
 /// GET https://127.0.0.1:PORT/healthz, trusting the self-signed certificate.

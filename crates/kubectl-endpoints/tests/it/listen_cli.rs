@@ -2,7 +2,7 @@
 //! told to with `--allow-remote`. The refusal comes before anything is bound, so these tests
 //! open no socket.
 
-use crate::cli;
+use crate::{cli, free_port};
 use testkit::process::run;
 
 #[test]
@@ -33,11 +33,7 @@ fn allow_remote_is_documented_with_its_risk() {
 
 /// The address `dev` serves its plain-HTTP metrics on, from its log.
 fn dev_metrics_address(extra: &[&str]) -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-        .to_string();
+    let port = free_port().to_string();
     let out = run(cli()
         .args([
             "dev",

@@ -21,6 +21,14 @@ fn cli() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-endpoints"))
 }
 
+/// A loopback port free now, for a child process to listen on.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
 /// The conformance corpus: cluster states with what kube-controller-manager wrote for them.
 fn corpus() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/cases")

@@ -8,7 +8,7 @@
 //! `scripts/install-test-deps.sh` installs; without them these tests say they are skipped,
 //! except under `CI=true`, where they fail.
 
-use crate::cli;
+use crate::{cli, free_port};
 use anyhow::Context;
 use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -370,12 +370,6 @@ fn every_dashboard_panel_queries_the_datasource_variable() {
         }
     }
     assert!(queried > 20, "{queried} queries");
-}
-
-/// A free port on 127.0.0.1 (free when asked; the programs bind it just after).
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
 }
 
 /// The programs a test started, killed when it ends however it ends. Each writes to a log

@@ -188,8 +188,9 @@ pub fn histogram(registry: &Registry, name: &str, labels: &[(&str, &str)]) -> (u
         })
 }
 
-/// The series of `name` in `registry` whose labels include `labels`, with the metric's type.
-fn series(
+/// The series of `name` in `registry` whose labels include `labels`, with the metric's type
+/// (none when no such series exists yet).
+pub fn series(
     registry: &Registry,
     name: &str,
     labels: &[(&str, &str)],
