@@ -225,10 +225,9 @@ pub fn scrape_sum(page: &str, metric: &str) -> Option<u64> {
 }
 
 /// The cumulative buckets `(upper bound, count)` of a histogram on a `/metrics` page, summed
-/// over the series whose labels include `label="value"`; `None` when it has none.
-pub fn scrape_histogram(page: &str, metric: &str, label: (&str, &str)) -> Option<Buckets> {
+/// over the series whose labels include `wanted` (name, value); `None` when it has none.
+pub fn scrape_histogram(page: &str, metric: &str, wanted: (&str, &str)) -> Option<Buckets> {
     let prefix = format!("{metric}_bucket{{");
-    let wanted = format!("{}=\"{}\"", label.0, label.1);
     let mut buckets: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
     for line in page.lines() {
         let Some(rest) = line.strip_prefix(&prefix) else {
@@ -237,15 +236,10 @@ pub fn scrape_histogram(page: &str, metric: &str, label: (&str, &str)) -> Option
         let Some((labels, value)) = rest.split_once('}') else {
             continue;
         };
-        if !labels.split(',').any(|l| l.trim() == wanted) {
+        if label(labels, wanted.0) != Some(wanted.1) {
             continue;
         }
-        let Some(le) = labels
-            .split(',')
-            .find_map(|l| l.trim().strip_prefix("le=\""))
-            .and_then(|l| l.strip_suffix('"'))
-            .and_then(|l| l.parse::<f64>().ok())
-        else {
+        let Some(le) = label(labels, "le").and_then(|l| l.parse::<f64>().ok()) else {
             continue;
         };
         let Ok(count) = value.trim().parse::<f64>() else {
@@ -255,6 +249,16 @@ pub fn scrape_histogram(page: &str, metric: &str, label: (&str, &str)) -> Option
         buckets.entry(le.to_bits()).or_insert((le, 0.0)).1 += count;
     }
     (!buckets.is_empty()).then(|| Buckets(buckets.into_values().collect()))
+}
+
+/// The value of the label `name` among a series' labels (`a="x",b="y"`, between its braces).
+fn label<'a>(labels: &'a str, name: &str) -> Option<&'a str> {
+    labels.split(',').find_map(|l| {
+        l.trim()
+            .strip_prefix(name)?
+            .strip_prefix("=\"")?
+            .strip_suffix('"')
+    })
 }
 
 /// A histogram's cumulative buckets, `(upper bound, count)` in increasing bounds, the last
@@ -588,11 +592,7 @@ pub fn scrape_requests(page: &str) -> Option<BTreeMap<String, u64>> {
         let Some((labels, value)) = rest.split_once('}') else {
             continue;
         };
-        let method = labels
-            .split(',')
-            .find_map(|l| l.trim().strip_prefix("method=\""))
-            .and_then(|m| m.strip_suffix('"'))
-            .unwrap_or("unknown");
+        let method = label(labels, "method").unwrap_or("unknown");
         let value: f64 = value.trim().parse().ok()?;
         *by_method.entry(method.to_lowercase()).or_default() += value as u64;
     }

@@ -658,11 +658,7 @@ async fn sli_histograms(controller: Option<&Started>, options: &Options) -> Sli 
         ("informer_to_write", INFORMER_TO_WRITE),
         ("trigger_to_write", TRIGGER_TO_WRITE),
     ] {
-        for controller in [
-            "endpointslice-controller",
-            "endpoints-controller",
-            "endpointslice-mirroring-controller",
-        ] {
+        for controller in controller::service_accounts::Identity::ALL.map(|c| c.controller_name()) {
             if let Some(buckets) =
                 figures::scrape_histogram(&page, metric, ("controller", controller))
             {
@@ -690,13 +686,10 @@ fn figures_since(now: &Sli, then: &Sli) -> Vec<figures::SliLatency> {
 
 /// A counter of a controller process's `/metrics`, summed over its series.
 async fn scrape(controller: &Started, metric: &str) -> Option<u64> {
-    let Started::Process(c) = controller else {
+    let Started::Process(_) = controller else {
         return None;
     };
-    let (_, page) = measured::http_get(&format!("{}/metrics", c.base_url))
-        .await
-        .ok()?;
-    figures::scrape_sum(&page, metric)
+    figures::scrape_sum(&controller.metrics_page().await?, metric)
 }
 
 /// The controller's requests during the run: from the embedded server's counters less the
