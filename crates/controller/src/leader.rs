@@ -112,6 +112,17 @@ impl Election {
         })
     }
 
+    /// Whether the last record seen names another holder: someone took the Lease over (a
+    /// standby after it expired by its clock, or the record came back from a restore naming
+    /// an earlier leader). We no longer lead, whatever our renew deadline says.
+    fn held_by_another(&self) -> bool {
+        self.observed.as_ref().is_some_and(|(spec, _)| {
+            spec.holder_identity
+                .as_deref()
+                .is_some_and(|holder| !holder.is_empty() && holder != self.identity)
+        })
+    }
+
     /// Whether the last record seen is still in force at `now`: it changed less than its
     /// own `leaseDurationSeconds` ago, by our clock.
     fn lease_valid(&self, now: Instant) -> bool {
@@ -304,7 +315,12 @@ impl LeaderElector {
     }
 
     /// Renews every retry period; returns when a renewal did not succeed within the renew
-    /// deadline.
+    /// deadline, or as soon as the Lease reads as held by another replica.
+    ///
+    /// client-go goes on leading until its renew deadline even after it read another holder
+    /// in the record. We stop at once: every write made in that window races the new
+    /// leader's, and an Endpoints object written last by the old leader is one no event
+    /// brings back to the new one.
     async fn keep_renewing(&mut self) {
         loop {
             tokio::time::sleep(self.settings.retry_period).await;
@@ -312,6 +328,14 @@ impl LeaderElector {
             loop {
                 match tokio::time::timeout_at(deadline, self.try_acquire_or_renew()).await {
                     Ok(true) => break,
+                    Ok(false) if self.election.held_by_another() => {
+                        warn!(
+                            lease = %self.settings.resource_name,
+                            holder = ?self.election.observed.as_ref().and_then(|(s, _)| s.holder_identity.as_deref()),
+                            "the leader lease is held by another replica"
+                        );
+                        return;
+                    }
                     Ok(false) => {}
                     Err(_) => return,
                 }

@@ -28,11 +28,29 @@ impl Handler<StoredEndpoints> for EndpointsController {
             }
         }
     }
+    /// Upstream reacts to no Endpoints update, and neither do we: an object edited by hand
+    /// stays as edited until its Service or a pod of it changes.
     fn on_update(&self, _old: &Arc<StoredEndpoints>, _new: &Arc<StoredEndpoints>) {}
     fn on_delete(&self, endpoints: &Arc<StoredEndpoints>) {
         let meta = &endpoints.without_subsets().metadata;
         if let (Some(ns), Some(name)) = (&meta.namespace, &meta.name) {
             self.workers.queue().add(ServiceKey::new(ns, name));
+        }
+    }
+    /// After a re-list, every Service we write Endpoints for is checked once more (no write
+    /// when its object is as it should be). A re-list follows a lost contact or a 410: the
+    /// server may have come back from a backup without our last writes, and then it hands
+    /// back older Endpoints as mere updates, which nothing else would bring to a sync if
+    /// the Services and pods re-listed first. The first list is covered by the Services'
+    /// own, which queues them all.
+    fn on_listed(&self) {
+        if self.shadow.is_some() {
+            return;
+        }
+        for service in self.workers.stores().services.list() {
+            if !service.is_skipped() {
+                self.workers.queue().requeue(service.key());
+            }
         }
     }
 }

@@ -321,3 +321,36 @@ async fn shutdown_before_acquiring_never_runs_the_leader() {
     assert_eq!(end, LeadershipEnd::ShutDown);
     assert_eq!(fake.spec().holder_identity.as_deref(), Some("other"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_leader_that_reads_another_holder_stops_at_once_not_at_its_renew_deadline() {
+    let fake = FakeLeases::default();
+    let elector = LeaderElector::new(fake.client(), settings(), "me".into());
+    let taken = Arc::new(Mutex::new(None));
+    let end = elector
+        .run(
+            |token| {
+                let (fake, taken) = (fake.clone(), Arc::clone(&taken));
+                async move {
+                    // A restore brings the Lease back naming another replica, which renews it.
+                    fake.store("100", held_by("other", 3));
+                    *taken.lock().unwrap() = Some(Instant::now());
+                    token.cancelled().await;
+                    std::future::pending::<()>().await;
+                }
+            },
+            std::future::pending(),
+        )
+        .await;
+    assert_eq!(end, LeadershipEnd::Lost);
+    let after = taken.lock().unwrap().expect("led").elapsed();
+    let settings = settings();
+    // The next renewal reads the other holder: one retry period, not the renew deadline.
+    assert!(
+        after <= settings.retry_period + Duration::from_millis(10),
+        "stopped {after:?} after the Lease changed hands (retry period {:?}, renew deadline {:?})",
+        settings.retry_period,
+        settings.renew_deadline
+    );
+    assert_eq!(fake.spec().holder_identity.as_deref(), Some("other"));
+}

@@ -202,3 +202,76 @@ async fn a_change_after_a_restore_that_recreated_the_slices_is_written() -> anyh
     serving.await??;
     Ok(())
 }
+
+/// A restore from a backup taken before the controller's last Endpoints write: the pods come
+/// back as they are now, the Endpoints object as it was before. The Services and pods re-list
+/// first (the Endpoints list is slowed down here), so their syncs compare the pods with the
+/// cached Endpoints, find nothing to do, and only then does the re-list hand the older object
+/// back, as a plain update. Nothing of the Service or its pods changes after it, so the
+/// Endpoints re-list itself must bring the Service to a sync, or the old addresses stay.
+/// (`kubectl-endpoints faults` seed 10 ended on such an object once in a CI run.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endpoints_a_restore_brings_back_older_are_written_again() -> anyhow::Result<()> {
+    let (first, cluster, controllers) = first_server().await?;
+    let addr = first.addr();
+    let older_endpoints: Vec<serde_json::Value> = backup(&cluster)
+        .await?
+        .into_iter()
+        .filter(|object| object["kind"] == "Endpoints")
+        .collect();
+
+    cluster.set_pod_ready("default", "web-0", false).await?;
+    cluster
+        .wait_for_endpoints("default", "web", "web-0 not ready", |e| {
+            addresses(e).1.len() == 1
+        })
+        .await;
+    let restored: Vec<serde_json::Value> = backup(&cluster)
+        .await?
+        .into_iter()
+        .filter(|object| object["kind"] != "Endpoints")
+        .chain(older_endpoints)
+        .collect();
+    first.shutdown().await?;
+
+    let second = ApiServer::new(Config {
+        seed: Config::default().seed + 1,
+        ..Config::default()
+    });
+    let report = second.load_objects(restored);
+    assert!(report.refused.is_empty(), "{:?}", report.refused);
+    second.compact_history();
+    for verb in ["list", "watch"] {
+        second
+            .faults()
+            .add_latency(verb, "endpoints", std::time::Duration::from_secs(2));
+    }
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn({
+        let second = second.clone();
+        async move {
+            second
+                .serve(listener, async move {
+                    let _stop_or_dropped = stopped.await;
+                })
+                .await
+        }
+    });
+    let cluster = TestCluster {
+        client: kube::Client::new(second.service(), "default"),
+        server: second,
+    };
+    let web = cluster.endpoints("default").get("web").await?;
+    assert_eq!(addresses(Some(&web)).0.len(), 2, "restored before the flip");
+
+    cluster
+        .wait_for_endpoints("default", "web", "web-0 not ready again", |e| {
+            addresses(e).1.len() == 1 && addresses(e).0.len() == 1
+        })
+        .await;
+    controllers.stop().await;
+    let _ = stop.send(());
+    serving.await??;
+    Ok(())
+}
