@@ -11,6 +11,7 @@ mod pod;
 mod service;
 mod stored_endpoints;
 mod stored_slice;
+mod uid;
 
 pub use label_set::{LabelSet, Labels};
 pub use node::{parse_cpu_millis, NodeInfo, ZONE_LABEL};
@@ -22,6 +23,7 @@ pub use pod::{NamedPort, PodDns, PodInfo};
 pub use service::{ServiceInfo, ServicePortInfo, TargetPort};
 pub use stored_endpoints::StoredEndpoints;
 pub use stored_slice::StoredSlice;
+pub use uid::Uid;
 
 /// Bytes a [`compact_str::CompactString`] keeps on the heap (none when its text fits inside
 /// it), for the projections' memory figures.

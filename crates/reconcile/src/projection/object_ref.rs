@@ -2,8 +2,8 @@
 //!
 //! Nearly every endpoint points at a pod with four fields (kind, namespace, name, uid). As a
 //! `core/v1` `ObjectReference` that is seven optional `String`s (168 bytes) and four heap
-//! blocks; here the four fields sit inline when they fit in 24 bytes (all but the uid, in
-//! practice), and the three a pod reference never carries (apiVersion, fieldPath,
+//! blocks; here the four fields sit inline (names when they fit in 24 bytes, the uid as its
+//! 16 bytes, see [`super::Uid`]), and the three a pod reference never carries (apiVersion, fieldPath,
 //! resourceVersion) are boxed away for the objects that do.
 
 use compact_str::CompactString;
@@ -15,7 +15,7 @@ pub struct CompactRef {
     kind: Option<CompactString>,
     namespace: Option<CompactString>,
     name: Option<CompactString>,
-    uid: Option<CompactString>,
+    uid: Option<super::Uid>,
     /// apiVersion, fieldPath and resourceVersion, when any is set (the other fields unset).
     rest: Option<Box<ObjectReference>>,
 }
@@ -26,7 +26,7 @@ impl CompactRef {
         let kind = compact(reference.kind.take());
         let namespace = compact(reference.namespace.take());
         let name = compact(reference.name.take());
-        let uid = compact(reference.uid.take());
+        let uid = reference.uid.take().map(super::Uid::from);
         // What is left is apiVersion, fieldPath and resourceVersion: boxed whole when any is
         // set, so that a field the type may gain is kept too.
         let rest = (reference != ObjectReference::default()).then(|| Box::new(reference));
@@ -49,7 +49,7 @@ impl CompactRef {
             name: string(&self.name),
             namespace: string(&self.namespace),
             resource_version: rest.and_then(|r| r.resource_version.clone()),
-            uid: string(&self.uid),
+            uid: self.uid.as_ref().map(super::Uid::to_string),
         }
     }
 }

@@ -27,7 +27,7 @@ pub struct PodInfo {
     /// Name.
     pub name: CompactString,
     /// UID.
-    pub uid: CompactString,
+    pub uid: super::Uid,
     /// resourceVersion, to ignore resync updates.
     pub resource_version: CompactString,
     /// Labels, matched against service selectors.
@@ -115,7 +115,7 @@ impl PodInfo {
         Some(Self {
             namespace,
             name,
-            uid: compact(meta.uid.as_deref()),
+            uid: meta.uid.as_deref().map(super::Uid::new).unwrap_or_default(),
             resource_version: compact(meta.resource_version.as_deref()),
             labels: meta.labels.as_ref().map(LabelSet::from).unwrap_or_default(),
             node_name: compact(spec.and_then(|s| s.node_name.as_deref())),
@@ -151,13 +151,13 @@ impl PodInfo {
         let strings = [
             &self.namespace,
             &self.name,
-            &self.uid,
             &self.resource_version,
             &self.node_name,
             &self.pod_ip,
         ];
         std::mem::size_of::<Self>()
             + strings.iter().map(|s| heap_bytes(s)).sum::<usize>()
+            + self.uid.heap_bytes()
             + self.labels.heap_bytes()
             + self.dns.as_ref().map_or(0, |d| {
                 std::mem::size_of::<PodDns>() + heap_bytes(&d.hostname) + heap_bytes(&d.subdomain)
@@ -330,5 +330,7 @@ mod tests {
             std::mem::size_of::<PodInfo>()
         );
         assert!(bytes < 512, "{bytes}");
+        // The server's uid is kept in the struct, not in a heap block of its own.
+        assert_eq!(p.uid.heap_bytes(), 0);
     }
 }
