@@ -17,24 +17,28 @@ use std::sync::{Arc, RwLock};
 /// every pod event) allocates nothing.
 type Pair = (CompactString, CompactString, CompactString);
 
-/// Objects by label pair.
+/// Objects by label pair. A pair carries its namespace, so an object is kept under it by
+/// name alone (half the bytes of a namespace-and-name key, once per pod and label).
 #[derive(Default)]
 struct PairIndex {
-    by_pair: HashMap<Pair, BTreeSet<ObjectKey>>,
+    by_pair: HashMap<Pair, BTreeSet<CompactString>>,
 }
 
 impl PairIndex {
-    fn insert(&mut self, key: &ObjectKey, pairs: impl Iterator<Item = Pair>) {
+    fn insert(&mut self, name: &str, pairs: impl Iterator<Item = Pair>) {
         for pair in pairs {
-            self.by_pair.entry(pair).or_default().insert(key.clone());
+            self.by_pair
+                .entry(pair)
+                .or_default()
+                .insert(CompactString::new(name));
         }
     }
 
-    fn remove(&mut self, key: &ObjectKey, pairs: impl Iterator<Item = Pair>) {
+    fn remove(&mut self, name: &str, pairs: impl Iterator<Item = Pair>) {
         for pair in pairs {
-            if let Some(keys) = self.by_pair.get_mut(&pair) {
-                keys.remove(key);
-                if keys.is_empty() {
+            if let Some(names) = self.by_pair.get_mut(&pair) {
+                names.remove(name);
+                if names.is_empty() {
                     self.by_pair.remove(&pair);
                 }
             }
@@ -101,7 +105,12 @@ impl LabelIndex {
             index
                 .by_pair
                 .get(&rarest)
-                .map(|keys| keys.iter().cloned().collect())
+                .map(|names| {
+                    names
+                        .iter()
+                        .map(|name| ObjectKey::new(namespace, name))
+                        .collect()
+                })
                 .unwrap_or_default(),
         )
     }
@@ -112,48 +121,41 @@ impl LabelIndex {
         let index = read(&self.services);
         pairs(namespace, labels.iter())
             .filter_map(|pair| index.by_pair.get(&pair))
-            .flat_map(|keys| keys.iter().cloned())
+            .flatten()
+            .map(|name| ObjectKey::new(namespace, name))
             .collect()
     }
 }
 
-fn pod_key(pod: &PodInfo) -> ObjectKey {
-    ObjectKey::new(&pod.namespace, &pod.name)
-}
-
-fn service_key(service: &ServiceInfo) -> ObjectKey {
-    ObjectKey::new(&service.namespace, &service.name)
-}
-
 impl Handler<PodInfo> for LabelIndex {
     fn on_add(&self, pod: &Arc<PodInfo>) {
-        write(&self.pods).insert(&pod_key(pod), pairs(&pod.namespace, pod.labels.iter()));
+        write(&self.pods).insert(&pod.name, pairs(&pod.namespace, pod.labels.iter()));
     }
     fn on_update(&self, old: &Arc<PodInfo>, new: &Arc<PodInfo>) {
         if old.labels != new.labels {
             let mut index = write(&self.pods);
-            index.remove(&pod_key(old), pairs(&old.namespace, old.labels.iter()));
-            index.insert(&pod_key(new), pairs(&new.namespace, new.labels.iter()));
+            index.remove(&old.name, pairs(&old.namespace, old.labels.iter()));
+            index.insert(&new.name, pairs(&new.namespace, new.labels.iter()));
         }
     }
     fn on_delete(&self, pod: &Arc<PodInfo>) {
-        write(&self.pods).remove(&pod_key(pod), pairs(&pod.namespace, pod.labels.iter()));
+        write(&self.pods).remove(&pod.name, pairs(&pod.namespace, pod.labels.iter()));
     }
 }
 
 impl Handler<ServiceInfo> for LabelIndex {
     fn on_add(&self, service: &Arc<ServiceInfo>) {
-        write(&self.services).insert(&service_key(service), selector_pairs(service));
+        write(&self.services).insert(&service.name, selector_pairs(service));
     }
     fn on_update(&self, old: &Arc<ServiceInfo>, new: &Arc<ServiceInfo>) {
         if old.selector != new.selector {
             let mut index = write(&self.services);
-            index.remove(&service_key(old), selector_pairs(old));
-            index.insert(&service_key(new), selector_pairs(new));
+            index.remove(&old.name, selector_pairs(old));
+            index.insert(&new.name, selector_pairs(new));
         }
     }
     fn on_delete(&self, service: &Arc<ServiceInfo>) {
-        write(&self.services).remove(&service_key(service), selector_pairs(service));
+        write(&self.services).remove(&service.name, selector_pairs(service));
     }
 }
 
