@@ -81,13 +81,21 @@ impl fmt::Display for Uid {
         match &self.0 {
             Repr::Text(text) => f.write_str(text),
             Repr::Uuid(bytes) => {
-                for (i, byte) in bytes.iter().enumerate() {
-                    if matches!(i, 4 | 6 | 8 | 10) {
-                        f.write_str("-")?;
+                // Every endpoint a sync builds prints its pod's uid: one write of the whole
+                // text, not 20 small formatted ones.
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                let mut text = [b'-'; 36];
+                let mut at = 0;
+                for byte in bytes {
+                    if DASHES.contains(&at) {
+                        at += 1;
                     }
-                    write!(f, "{byte:02x}")?;
+                    text[at] = HEX[usize::from(byte >> 4)];
+                    text[at + 1] = HEX[usize::from(byte & 0xf)];
+                    at += 2;
                 }
-                Ok(())
+                // Only ASCII hex digits and dashes were written.
+                f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
             }
         }
     }
