@@ -210,6 +210,7 @@ impl ProcessController {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file);
+        die_with_parent(&mut command);
         let child = command
             .spawn()
             .with_context(|| format!("starting {} run", program.display()))?;
@@ -273,3 +274,25 @@ pub async fn http_get(url: &str) -> Result<(u16, String)> {
         .with_context(|| format!("{url} answered without a status line"))?;
     Ok((status, body.to_owned()))
 }
+
+/// Has the kernel kill the controller when the bench dies, however it dies: a bench stopped
+/// by a signal, or aborted, runs no destructor, and its controller would go on running
+/// against a server that is gone, spoiling the next run's figures.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and only makes the
+    // async-signal-safe prctl system call.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
