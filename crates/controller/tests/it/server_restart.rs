@@ -161,32 +161,8 @@ async fn a_change_after_a_restore_that_recreated_the_slices_is_written() -> anyh
     let objects = backup(&cluster).await?;
     first.shutdown().await?;
 
-    // The restored server holds the objects before it serves (as kube-apiserver fills its
-    // watch cache from storage at start), so the controllers' re-list finds every slice
-    // already back. Its seed differs from the first server's (the default), so do its uids.
-    let second = ApiServer::new(Config {
-        seed: Config::default().seed + 1,
-        ..Config::default()
-    });
-    let report = second.load_objects(objects);
-    assert!(report.refused.is_empty(), "{:?}", report.refused);
-    second.compact_history();
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn({
-        let second = second.clone();
-        async move {
-            second
-                .serve(listener, async move {
-                    let _stop_or_dropped = stopped.await;
-                })
-                .await
-        }
-    });
-    let cluster = TestCluster {
-        client: kube::Client::new(second.service(), "default"),
-        server: second,
-    };
+    let restored = Restored::start(addr, objects, |_| {}).await?;
+    let cluster = &restored.cluster;
     let after = uids(&cluster.managed_slices("default", "web").await?);
     assert_eq!(after.len(), before.len());
     assert!(after.iter().all(|uid| !before.contains(uid)), "uids kept");
@@ -198,9 +174,7 @@ async fn a_change_after_a_restore_that_recreated_the_slices_is_written() -> anyh
         })
         .await;
     controllers.stop().await;
-    let _ = stop.send(());
-    serving.await??;
-    Ok(())
+    restored.stop().await
 }
 
 /// A restore from a backup taken before the controller's last Endpoints write: the pods come
@@ -234,34 +208,15 @@ async fn endpoints_a_restore_brings_back_older_are_written_again() -> anyhow::Re
         .collect();
     first.shutdown().await?;
 
-    let second = ApiServer::new(Config {
-        seed: Config::default().seed + 1,
-        ..Config::default()
-    });
-    let report = second.load_objects(restored);
-    assert!(report.refused.is_empty(), "{:?}", report.refused);
-    second.compact_history();
-    for verb in ["list", "watch"] {
-        second
-            .faults()
-            .add_latency(verb, "endpoints", std::time::Duration::from_secs(2));
-    }
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let serving = tokio::spawn({
-        let second = second.clone();
-        async move {
+    let restored = Restored::start(addr, restored, |second| {
+        for verb in ["list", "watch"] {
             second
-                .serve(listener, async move {
-                    let _stop_or_dropped = stopped.await;
-                })
-                .await
+                .faults()
+                .add_latency(verb, "endpoints", std::time::Duration::from_secs(2));
         }
-    });
-    let cluster = TestCluster {
-        client: kube::Client::new(second.service(), "default"),
-        server: second,
-    };
+    })
+    .await?;
+    let cluster = &restored.cluster;
     let web = cluster.endpoints("default").get("web").await?;
     assert_eq!(addresses(Some(&web)).0.len(), 2, "restored before the flip");
 
@@ -271,7 +226,60 @@ async fn endpoints_a_restore_brings_back_older_are_written_again() -> anyhow::Re
         })
         .await;
     controllers.stop().await;
-    let _ = stop.send(());
-    serving.await??;
-    Ok(())
+    restored.stop().await
+}
+
+/// A server restored from a backup, serving on the address the first one had.
+struct Restored {
+    cluster: TestCluster,
+    stop: tokio::sync::oneshot::Sender<()>,
+    serving: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Restored {
+    /// Loads `objects` into a new server, lets `prepare` set it up (faults), then serves it on
+    /// `addr`. It holds the objects before it serves (as kube-apiserver fills its watch cache
+    /// from storage at start), so the controllers' re-list finds them all back. Its seed
+    /// differs from the first server's (the default), so do its uids.
+    async fn start(
+        addr: std::net::SocketAddr,
+        objects: Vec<serde_json::Value>,
+        prepare: impl FnOnce(&ApiServer),
+    ) -> anyhow::Result<Self> {
+        let server = ApiServer::new(Config {
+            seed: Config::default().seed + 1,
+            ..Config::default()
+        });
+        let report = server.load_objects(objects);
+        anyhow::ensure!(report.refused.is_empty(), "{:?}", report.refused);
+        server.compact_history();
+        prepare(&server);
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = tokio::spawn({
+            let server = server.clone();
+            async move {
+                server
+                    .serve(listener, async move {
+                        let _stop_or_dropped = stopped.await;
+                    })
+                    .await
+            }
+        });
+        let cluster = TestCluster {
+            client: kube::Client::new(server.service(), "default"),
+            server,
+        };
+        Ok(Self {
+            cluster,
+            stop,
+            serving,
+        })
+    }
+
+    /// Stops serving.
+    async fn stop(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(());
+        Ok(self.serving.await??)
+    }
 }
