@@ -277,7 +277,10 @@ pub async fn http_get(url: &str) -> Result<(u16, String)> {
 
 /// Has the kernel kill the controller when the bench dies, however it dies: a bench stopped
 /// by a signal, or aborted, runs no destructor, and its controller would go on running
-/// against a server that is gone, spoiling the next run's figures.
+/// against a server that is gone, spoiling the next run's figures. The signal follows the
+/// thread that forked, not the process: the controller is started from the main thread or a
+/// runtime worker, both of which live as long as the bench (never from `spawn_blocking`,
+/// whose threads end when idle).
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn die_with_parent(command: &mut Command) {

@@ -112,15 +112,14 @@ impl Election {
         })
     }
 
-    /// Whether the last record seen names another holder: someone took the Lease over (a
+    /// The other holder the last record seen names, if any: someone took the Lease over (a
     /// standby after it expired by its clock, or the record came back from a restore naming
     /// an earlier leader). We no longer lead, whatever our renew deadline says.
-    fn held_by_another(&self) -> bool {
-        self.observed.as_ref().is_some_and(|(spec, _)| {
-            spec.holder_identity
-                .as_deref()
-                .is_some_and(|holder| !holder.is_empty() && holder != self.identity)
-        })
+    fn other_holder(&self) -> Option<&str> {
+        let (spec, _) = self.observed.as_ref()?;
+        spec.holder_identity
+            .as_deref()
+            .filter(|holder| !holder.is_empty() && *holder != self.identity)
     }
 
     /// Whether the last record seen is still in force at `now`: it changed less than its
@@ -328,15 +327,16 @@ impl LeaderElector {
             loop {
                 match tokio::time::timeout_at(deadline, self.try_acquire_or_renew()).await {
                     Ok(true) => break,
-                    Ok(false) if self.election.held_by_another() => {
-                        warn!(
-                            lease = %self.settings.resource_name,
-                            holder = ?self.election.observed.as_ref().and_then(|(s, _)| s.holder_identity.as_deref()),
-                            "the leader lease is held by another replica"
-                        );
-                        return;
+                    Ok(false) => {
+                        if let Some(holder) = self.election.other_holder() {
+                            warn!(
+                                lease = %self.settings.resource_name,
+                                %holder,
+                                "the leader lease is held by another replica"
+                            );
+                            return;
+                        }
                     }
-                    Ok(false) => {}
                     Err(_) => return,
                 }
                 let next = Instant::now() + self.settings.retry_period;

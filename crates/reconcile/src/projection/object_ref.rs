@@ -3,8 +3,8 @@
 //! Nearly every endpoint points at a pod with four fields (kind, namespace, name, uid). As a
 //! `core/v1` `ObjectReference` that is seven optional `String`s (168 bytes) and four heap
 //! blocks; here the four fields sit inline (names when they fit in 24 bytes, the uid as its
-//! 16 bytes, see [`super::Uid`]), and the three a pod reference never carries (apiVersion, fieldPath,
-//! resourceVersion) are boxed away for the objects that do.
+//! 16 bytes, see [`super::Uid`]), and the three a pod reference never carries (apiVersion,
+//! fieldPath, resourceVersion) are boxed away for the objects that do.
 
 use compact_str::CompactString;
 use k8s_openapi::api::core::v1::ObjectReference;
