@@ -15,9 +15,20 @@ pub const ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 
 #[derive(Debug, Default, Clone)]
 struct ServiceState {
-    // Pod names of up to 24 bytes live inside the key: no allocation per pod.
-    pods: HashMap<CompactString, Timestamp>,
+    // The Ready transition time of each pod as of the last sync, ordered by pod name: 40
+    // bytes a pod, with names of up to 24 bytes inline. A sorted slice rather than a hash
+    // map: the map's spare buckets cost more than the entries, and pods arrive sorted.
+    pods: Box<[(CompactString, Timestamp)]>,
     service: Option<Timestamp>,
+}
+
+impl ServiceState {
+    fn last_seen(&self, pod: &str) -> Option<Timestamp> {
+        self.pods
+            .binary_search_by(|(name, _)| name.as_str().cmp(pod))
+            .ok()
+            .map(|at| self.pods[at].1)
+    }
 }
 
 /// Per-service trigger-time state. One per controller.
@@ -35,21 +46,32 @@ impl TriggerTimeTracker {
         let known = self.services.contains_key(&key);
         let state = self.services.entry(key).or_default();
         let mut earliest: Option<Timestamp> = None;
-        let mut seen = HashMap::with_capacity(pods.len());
+        let mut seen = Vec::with_capacity(pods.len());
         for pod in pods {
             if let Some(t) = pod.ready_transition {
-                if state.pods.get(&pod.name).is_none_or(|last| t > *last) {
+                if state.last_seen(&pod.name).is_none_or(|last| t > last) {
                     earliest = Some(earliest.map_or(t, |e| e.min(t)));
                 }
-                seen.insert(pod.name.clone(), t);
+                seen.push((pod.name.clone(), t));
             }
         }
+        // Already in order when the pods come from the store's index (a linear check then).
+        seen.sort_by(|(a, _), (b, _)| a.cmp(b));
+        // A name listed twice (not from a store, whose keys are unique) keeps its last time,
+        // as the map did.
+        seen.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                earlier.1 = later.1;
+            }
+            same
+        });
         if let Some(t) = service.creation_timestamp {
             if state.service.is_none_or(|last| t > last) {
                 earliest = Some(earliest.map_or(t, |e| e.min(t)));
             }
         }
-        state.pods = seen;
+        state.pods = seen.into_boxed_slice();
         state.service = service.creation_timestamp;
         if known {
             earliest
@@ -99,6 +121,36 @@ mod tests {
         assert_eq!(
             tracker.compute(&svc, &[&a2, &b2]),
             Some(ts("2026-03-01T00:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn pods_in_any_order_are_looked_up_by_name() {
+        let mut tracker = TriggerTimeTracker::default();
+        let svc = service("s").created(ts("2026-01-01T00:00:00Z")).build();
+        let names = ["m", "b", "z", "a"];
+        let first: Vec<_> = names
+            .iter()
+            .map(|n| pod(n).ready_at(ts("2026-02-01T00:00:00Z")).build())
+            .collect();
+        tracker.compute(&svc, &first.iter().collect::<Vec<_>>());
+        assert_eq!(
+            tracker.compute(&svc, &first.iter().rev().collect::<Vec<_>>()),
+            None,
+            "the same times in another order moved nothing"
+        );
+        let z = pod("z").ready_at(ts("2026-02-03T00:00:00Z")).build();
+        let pods = [&first[0], &first[1], &z, &first[3]];
+        assert_eq!(
+            tracker.compute(&svc, &pods),
+            Some(ts("2026-02-03T00:00:00Z"))
+        );
+        let repeated = pod("z").ready_at(ts("2026-02-04T00:00:00Z")).build();
+        tracker.compute(&svc, &[&z, &repeated]);
+        assert_eq!(
+            tracker.compute(&svc, &[&repeated]),
+            None,
+            "a name given twice keeps its last time"
         );
     }
 
