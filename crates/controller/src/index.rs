@@ -191,9 +191,15 @@ impl Informers {
     pub fn new(clients: &crate::InformerClients, wire: &crate::wire::Negotiated) -> Self {
         use crate::service_accounts::Watched;
         let tap = ManagedFieldsTap::new(k8s_openapi::jiff::Timestamp::now());
-        // Pods are decoded straight into the fields the projection reads (see PartialPod).
-        let pods = informer(clients, Watched::Pods, wire, |p: PartialPod| {
-            PodInfo::from_partial(&p).map(Arc::new)
+        // Pods are decoded straight into the fields the projection reads (see PartialPod), and
+        // pods of one template share their labels and ports (see PodInterner). Only the pod
+        // informer's task projects, so the lock is never contended.
+        let interner = std::sync::Mutex::new(reconcile::projection::PodInterner::default());
+        let pods = informer(clients, Watched::Pods, wire, move |p: PartialPod| {
+            let mut interner = interner
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            PodInfo::from_partial_shared(&p, &mut interner).map(Arc::new)
         });
         let services = informer(clients, Watched::Services, wire, |s: Service| {
             ServiceInfo::from_service(&s).map(Arc::new)

@@ -74,7 +74,7 @@ pub fn endpoints_address(service: &ServiceInfo, pod: &PodInfo) -> Option<String>
     let want_v6 = match service.ip_families.first() {
         Some(family) => family == "IPv6",
         None if service.is_ip_set() => is_ipv6(&service.cluster_ip),
-        None => is_ipv6(&pod.pod_ip),
+        None => pod.pod_ip_v6,
     };
     pod.ips
         .iter()

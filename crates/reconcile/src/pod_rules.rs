@@ -22,7 +22,8 @@ pub fn endpoint_exclusion(pod: &PodInfo, include_terminating: bool) -> Option<Ex
     if pod.terminal {
         return Some(Exclusion::Terminal);
     }
-    if pod.pod_ip.is_empty() && pod.ips.is_empty() {
+    // `ips` falls back to `podIP`: empty only when both are.
+    if pod.ips.is_empty() {
         return Some(Exclusion::NoIp);
     }
     (!include_terminating && pod.deleting).then_some(Exclusion::Terminating)

@@ -50,8 +50,8 @@ impl PodBuilder {
     }
     /// Appends a pod IP (the first also becomes `podIP`).
     pub fn ip(mut self, ip: &str) -> Self {
-        if self.0.pod_ip.is_empty() {
-            self.0.pod_ip = ip.into();
+        if self.0.ips.is_empty() {
+            self.0.pod_ip_v6 = crate::ip::is_ipv6(ip);
         }
         let mut ips = std::mem::take(&mut self.0.ips).into_vec();
         ips.push(ip.into());
@@ -95,13 +95,13 @@ impl PodBuilder {
     }
     /// Appends a container port (in FindPort search order).
     pub fn port(mut self, name: &str, protocol: &str, port: i32) -> Self {
-        let mut ports = std::mem::take(&mut self.0.ports).into_vec();
+        let mut ports = self.0.ports.to_vec();
         ports.push(NamedPort {
             name: name.into(),
             protocol: protocol.into(),
             port,
         });
-        self.0.ports = ports.into_boxed_slice();
+        self.0.ports = ports.into();
         self
     }
     /// Sets the resourceVersion.

@@ -5,14 +5,19 @@
 //! labels are only looked up and compared, never edited in place, so a boxed slice of pairs
 //! sorted by key does the same job in a tenth of the space. Keys and values of up to 24 bytes
 //! (`app`, `pod-template-hash` and its value, most names) are kept inside the pair, so a pod's
-//! labels are one allocation.
+//! labels are one allocation, and pods with the same labels (a ReplicaSet's) can share it
+//! through an [`Interner`](super::Interner) (see [`LabelSet::interned`]).
 
 use compact_str::CompactString;
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The pairs of a [`LabelSet`], sorted by key.
+pub type LabelPairs = [(CompactString, CompactString)];
 
 /// Label pairs sorted by key, each key once.
 #[derive(Clone, PartialEq, Eq, Default)]
-pub struct LabelSet(Box<[(CompactString, CompactString)]>);
+pub struct LabelSet(Arc<LabelPairs>);
 
 impl LabelSet {
     /// The value of `key`, if the set has it.
@@ -65,14 +70,30 @@ impl LabelSet {
     }
 }
 
+impl LabelSet {
+    /// The set of `map`'s labels, sharing its pairs with every other set `interner` handed
+    /// out with the same labels.
+    pub fn interned(
+        map: &BTreeMap<String, String>,
+        interner: &mut super::Interner<LabelPairs>,
+    ) -> Self {
+        if map.is_empty() {
+            return Self::default();
+        }
+        Self(interner.intern(&pairs(map)))
+    }
+}
+
+/// A map's pairs; a BTreeMap iterates in key order, so they come out sorted.
+fn pairs(map: &BTreeMap<String, String>) -> Vec<(CompactString, CompactString)> {
+    map.iter()
+        .map(|(k, v)| (CompactString::from(k), CompactString::from(v)))
+        .collect()
+}
+
 impl From<&BTreeMap<String, String>> for LabelSet {
     fn from(map: &BTreeMap<String, String>) -> Self {
-        // A BTreeMap iterates in key order, so the pairs come out sorted.
-        Self(
-            map.iter()
-                .map(|(k, v)| (CompactString::from(k), CompactString::from(v)))
-                .collect(),
-        )
+        Self(pairs(map).into())
     }
 }
 
@@ -130,6 +151,19 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, b.clone().with("app", "db"));
         assert_eq!(b.with("app", "db").get("app"), Some("db"));
+    }
+
+    #[test]
+    fn interned_sets_with_the_same_labels_share_their_pairs() {
+        let mut interner = crate::projection::Interner::default();
+        let m = map(&[("app", "web"), ("pod-template-hash", "5d8f7c")]);
+        let a = LabelSet::interned(&m, &mut interner);
+        let b = LabelSet::interned(&m.clone(), &mut interner);
+        let other = LabelSet::interned(&map(&[("app", "db")]), &mut interner);
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert_eq!(a, LabelSet::from(&m));
+        assert_ne!(a, other);
+        assert!(LabelSet::interned(&BTreeMap::new(), &mut interner).is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! Informer stores keep these instead of whole objects: a pod here is a few hundred bytes
 //! instead of several kilobytes, and every rule in this crate reads only these fields.
 
+mod interner;
 mod label_set;
 mod node;
 mod object_ref;
@@ -13,13 +14,14 @@ mod stored_endpoints;
 mod stored_slice;
 mod uid;
 
+pub use interner::Interner;
 pub use label_set::{LabelSet, Labels};
 pub use node::{parse_cpu_millis, NodeInfo, ZONE_LABEL};
 pub use partial_pod::{
     PartialContainer, PartialContainerPort, PartialPod, PartialPodCondition, PartialPodIp,
     PartialPodSpec, PartialPodStatus,
 };
-pub use pod::{NamedPort, PodDns, PodInfo};
+pub use pod::{NamedPort, PodDns, PodInfo, PodInterner};
 pub use service::{ServiceInfo, ServicePortInfo, TargetPort};
 pub use stored_endpoints::StoredEndpoints;
 pub use stored_slice::StoredSlice;

@@ -1,11 +1,13 @@
-use super::{LabelSet, PartialPod};
+use super::label_set::LabelPairs;
+use super::{Interner, LabelSet, PartialPod};
 use crate::Timestamp;
 use compact_str::CompactString;
+use std::sync::Arc;
 #[cfg(test)]
 use {super::heap_bytes, k8s_openapi::api::core::v1::Pod, serde::Deserialize};
 
 /// A named container port a service's `targetPort` can refer to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct NamedPort {
     /// The port's name (may be empty: unnamed ports can only match numeric targetPorts).
     pub name: CompactString,
@@ -38,10 +40,12 @@ pub struct PodInfo {
     /// are kept out of line; read them through [`hostname`](Self::hostname) and
     /// [`subdomain`](Self::subdomain).
     pub dns: Option<Box<PodDns>>,
-    /// `status.podIP`, as written.
-    pub pod_ip: CompactString,
     /// `status.podIPs`, in order, as written (falls back to `podIP`).
     pub ips: Box<[CompactString]>,
+    /// `status.podIP` is an IPv6 address: the family a headless Service without
+    /// `ipFamilies` publishes in Endpoints. The address itself is `ips[0]` (the API server
+    /// keeps `podIPs[0]` equal to it) and is not kept twice.
+    pub pod_ip_v6: bool,
     /// Phase is Failed or Succeeded.
     pub terminal: bool,
     /// The Ready condition is True.
@@ -51,8 +55,17 @@ pub struct PodInfo {
     /// `metadata.deletionTimestamp` is set.
     pub deleting: bool,
     /// Ports of regular containers first, then of sidecar (restartPolicy Always) init
-    /// containers, each in declaration order: the order FindPort searches them.
-    pub ports: Box<[NamedPort]>,
+    /// containers, each in declaration order: the order FindPort searches them. Shared
+    /// between pods of one template when projected through a [`PodInterner`].
+    pub ports: Arc<[NamedPort]>,
+}
+
+/// What pods of one template have in common, kept once: their labels and container ports.
+/// The informer projects every pod through one, so a ReplicaSet's pods share both.
+#[derive(Debug, Default)]
+pub struct PodInterner {
+    labels: Interner<LabelPairs>,
+    ports: Interner<[NamedPort]>,
 }
 
 /// A pod's `spec.hostname` and `spec.subdomain` (either may be empty).
@@ -77,6 +90,16 @@ impl PodInfo {
     /// Projects a pod as the informer decodes it. Returns `None` for a pod without namespace
     /// or name.
     pub fn from_partial(pod: &PartialPod) -> Option<Self> {
+        Self::project(pod, None)
+    }
+
+    /// [`PodInfo::from_partial`], with labels and ports shared with the pods `interner`
+    /// projected before.
+    pub fn from_partial_shared(pod: &PartialPod, interner: &mut PodInterner) -> Option<Self> {
+        Self::project(pod, Some(interner))
+    }
+
+    fn project(pod: &PartialPod, interner: Option<&mut PodInterner>) -> Option<Self> {
         let meta = &pod.metadata;
         let namespace = CompactString::from(meta.namespace.as_deref().filter(|n| !n.is_empty())?);
         let name = CompactString::from(meta.name.as_deref().filter(|n| !n.is_empty())?);
@@ -112,18 +135,34 @@ impl PodInfo {
                 }
             }
         }
+        let (labels, ports) = match (interner, meta.labels.as_ref()) {
+            (Some(interner), labels) => (
+                labels
+                    .map(|l| LabelSet::interned(l, &mut interner.labels))
+                    .unwrap_or_default(),
+                if ports.is_empty() {
+                    Arc::from([])
+                } else {
+                    interner.ports.intern(&ports)
+                },
+            ),
+            (None, labels) => (
+                labels.map(LabelSet::from).unwrap_or_default(),
+                Arc::from(ports),
+            ),
+        };
         Some(Self {
             namespace,
             name,
             uid: meta.uid.as_deref().map(super::Uid::new).unwrap_or_default(),
             resource_version: compact(meta.resource_version.as_deref()),
-            labels: meta.labels.as_ref().map(LabelSet::from).unwrap_or_default(),
+            labels,
             node_name: compact(spec.and_then(|s| s.node_name.as_deref())),
             dns: PodDns::boxed(
                 compact(spec.and_then(|s| s.hostname.as_deref())),
                 compact(spec.and_then(|s| s.subdomain.as_deref())),
             ),
-            pod_ip,
+            pod_ip_v6: crate::ip::is_ipv6(&pod_ip),
             ips: ips.into_boxed_slice(),
             terminal: phase == "Failed" || phase == "Succeeded",
             ready: ready_condition.is_some_and(|c| c.status == "True"),
@@ -131,7 +170,7 @@ impl PodInfo {
                 .and_then(|c| c.last_transition_time.as_ref())
                 .map(|t| t.0),
             deleting: meta.deletion_timestamp.is_some(),
-            ports: ports.into_boxed_slice(),
+            ports,
         })
     }
 
@@ -153,7 +192,6 @@ impl PodInfo {
             &self.name,
             &self.resource_version,
             &self.node_name,
-            &self.pod_ip,
         ];
         std::mem::size_of::<Self>()
             + strings.iter().map(|s| heap_bytes(s)).sum::<usize>()
@@ -323,9 +361,9 @@ mod tests {
         let bytes = p.approximate_bytes();
         let full = serde_json::to_vec(&typical()).unwrap().len();
         println!("projection ~{bytes} bytes; the object's JSON alone is {full} bytes");
-        // With the Arc's two counters, a cached pod fits mimalloc's 256-byte size class.
+        // With the Arc's two counters, a cached pod fits mimalloc's 224-byte size class.
         assert!(
-            std::mem::size_of::<PodInfo>() + 16 <= 256,
+            std::mem::size_of::<PodInfo>() + 16 <= 224,
             "{}",
             std::mem::size_of::<PodInfo>()
         );
