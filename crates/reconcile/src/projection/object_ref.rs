@@ -1,10 +1,13 @@
 //! An `ObjectReference` as cached endpoints hold it.
 //!
-//! Nearly every endpoint points at a pod with four fields (kind, namespace, name, uid). As a
-//! `core/v1` `ObjectReference` that is seven optional `String`s (168 bytes) and four heap
-//! blocks; here the four fields sit inline (names when they fit in 24 bytes, the uid as its
-//! 16 bytes, see [`super::Uid`]), and the three a pod reference never carries (apiVersion,
-//! fieldPath, resourceVersion) are boxed away for the objects that do.
+//! Nearly every endpoint points at a pod of its own object's namespace with four fields
+//! (kind `Pod`, that namespace, name, uid). As a `core/v1` `ObjectReference` that is seven
+//! optional `String`s (168 bytes) and four heap blocks. Here only the name (inline when it
+//! fits in 24 bytes) and the uid (its 16 bytes, see [`super::Uid`]) are kept; kind and
+//! namespace are implied by the slice or Endpoints object holding the reference, and given
+//! back from it. A reference that is anything else (another kind or namespace, no kind, or
+//! apiVersion, fieldPath or resourceVersion set, as hand-written Endpoints may have) keeps
+//! its other fields boxed, as written.
 
 use compact_str::CompactString;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -12,44 +15,52 @@ use k8s_openapi::api::core::v1::ObjectReference;
 /// A reference to the object behind an endpoint (normally its pod), kept compact.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompactRef {
-    kind: Option<CompactString>,
-    namespace: Option<CompactString>,
     name: Option<CompactString>,
     uid: Option<super::Uid>,
-    /// apiVersion, fieldPath and resourceVersion, when any is set (the other fields unset).
-    rest: Option<Box<ObjectReference>>,
+    /// Every field but name and uid, when the reference is not to a pod of the holder's
+    /// namespace with nothing else set; `None` stands for kind `Pod` in that namespace.
+    other: Option<Box<ObjectReference>>,
 }
 
 impl CompactRef {
-    /// Takes a reference apart.
-    pub fn new(mut reference: ObjectReference) -> Self {
-        let kind = compact(reference.kind.take());
-        let namespace = compact(reference.namespace.take());
+    /// Takes a reference apart; `home` is the namespace of the object holding it.
+    pub fn new(mut reference: ObjectReference, home: Option<&str>) -> Self {
         let name = compact(reference.name.take());
         let uid = reference.uid.take().map(super::Uid::from);
-        // What is left is apiVersion, fieldPath and resourceVersion: boxed whole when any is
-        // set, so that a field the type may gain is kept too.
-        let rest = (reference != ObjectReference::default()).then(|| Box::new(reference));
+        let pod_at_home = ObjectReference {
+            kind: Some("Pod".to_owned()),
+            namespace: home.map(str::to_owned),
+            ..ObjectReference::default()
+        };
+        // A pod of the holder's namespace, with a namespace written (a holder with none
+        // keeps whatever it holds): implied, so nothing more is kept. Anything else, whole,
+        // so that a field the type may gain is kept too.
+        let implied = home.is_some() && reference == pod_at_home;
         Self {
-            kind,
-            namespace,
             name,
             uid,
-            rest,
+            other: (!implied).then(|| Box::new(reference)),
         }
     }
 
-    /// The reference as the API has it, equal to the one [`CompactRef::new`] took.
-    pub fn to_object_ref(&self) -> ObjectReference {
-        let rest = self.rest.as_deref();
-        ObjectReference {
-            api_version: rest.and_then(|r| r.api_version.clone()),
-            field_path: rest.and_then(|r| r.field_path.clone()),
-            kind: string(&self.kind),
-            name: string(&self.name),
-            namespace: string(&self.namespace),
-            resource_version: rest.and_then(|r| r.resource_version.clone()),
-            uid: self.uid.as_ref().map(super::Uid::to_string),
+    /// The reference as the API has it, equal to the one [`CompactRef::new`] took; `home` is
+    /// the namespace given to it then.
+    pub fn to_object_ref(&self, home: Option<&str>) -> ObjectReference {
+        let name = string(&self.name);
+        let uid = self.uid.as_ref().map(super::Uid::to_string);
+        match self.other.as_deref() {
+            None => ObjectReference {
+                kind: Some("Pod".to_owned()),
+                namespace: home.map(str::to_owned),
+                name,
+                uid,
+                ..ObjectReference::default()
+            },
+            Some(other) => ObjectReference {
+                name,
+                uid,
+                ..other.clone()
+            },
         }
     }
 }
@@ -62,4 +73,56 @@ pub(super) fn compact(text: Option<String>) -> Option<CompactString> {
 /// An optional string back as the API types hold it.
 pub(super) fn string(text: &Option<CompactString>) -> Option<String> {
     text.as_ref().map(|t| t.as_str().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference(kind: Option<&str>, namespace: Option<&str>) -> ObjectReference {
+        ObjectReference {
+            kind: kind.map(str::to_owned),
+            namespace: namespace.map(str::to_owned),
+            name: Some("web-0".to_owned()),
+            uid: Some("0b0c8e2c-4a43-4b6c-9d5e-2b8f0a6e7d11".to_owned()),
+            ..ObjectReference::default()
+        }
+    }
+
+    #[test]
+    fn a_pod_of_the_holders_namespace_keeps_only_its_name_and_uid() {
+        let pod = reference(Some("Pod"), Some("shop"));
+        let compact = CompactRef::new(pod.clone(), Some("shop"));
+        assert!(compact.other.is_none());
+        assert_eq!(compact.to_object_ref(Some("shop")), pod);
+        assert!(std::mem::size_of::<CompactRef>() <= 56);
+    }
+
+    #[test]
+    fn every_other_reference_comes_back_as_written() {
+        let field_path = ObjectReference {
+            field_path: Some("spec".to_owned()),
+            ..reference(Some("Pod"), Some("shop"))
+        };
+        let unnamed = ObjectReference {
+            name: None,
+            uid: None,
+            ..reference(Some("Pod"), Some("shop"))
+        };
+        let cases = [
+            (reference(Some("Pod"), Some("other")), Some("shop")),
+            (reference(Some("Node"), Some("shop")), Some("shop")),
+            (reference(None, Some("shop")), Some("shop")),
+            (reference(Some("Pod"), None), Some("shop")),
+            (reference(Some("Pod"), None), None),
+            (reference(Some("Pod"), Some("")), Some("")),
+            (ObjectReference::default(), Some("shop")),
+            (field_path, Some("shop")),
+            (unnamed, Some("shop")),
+        ];
+        for (written, home) in cases {
+            let compact = CompactRef::new(written.clone(), home);
+            assert_eq!(compact.to_object_ref(home), written, "held in {home:?}");
+        }
+    }
 }

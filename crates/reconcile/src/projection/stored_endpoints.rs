@@ -36,10 +36,13 @@ struct StoredAddress {
 impl StoredEndpoints {
     /// Keeps `endpoints` (its managedFields already dropped, if the caller wants them gone).
     pub fn new(mut endpoints: Endpoints) -> Self {
-        let subsets = endpoints
-            .subsets
-            .take()
-            .map(|subsets| subsets.into_iter().map(StoredSubset::new).collect());
+        let home = endpoints.metadata.namespace.as_deref();
+        let subsets = endpoints.subsets.take().map(|subsets| {
+            subsets
+                .into_iter()
+                .map(|subset| StoredSubset::new(subset, home))
+                .collect()
+        });
         super::fit_metadata(&mut endpoints.metadata);
         Self {
             head: endpoints,
@@ -55,20 +58,25 @@ impl StoredEndpoints {
 
     /// The whole object, equal to the one it was made from.
     pub fn to_endpoints(&self) -> Endpoints {
+        let home = self.head.metadata.namespace.as_deref();
         Endpoints {
             subsets: self
                 .subsets
                 .as_ref()
-                .map(|subsets| subsets.iter().map(StoredSubset::to_subset).collect()),
+                .map(|subsets| subsets.iter().map(|s| s.to_subset(home)).collect()),
             ..self.head.clone()
         }
     }
 }
 
 impl StoredSubset {
-    fn new(subset: EndpointSubset) -> Self {
+    fn new(subset: EndpointSubset, home: Option<&str>) -> Self {
         let addresses = |list: Option<Vec<EndpointAddress>>| {
-            list.map(|list| list.into_iter().map(StoredAddress::new).collect())
+            list.map(|list| {
+                list.into_iter()
+                    .map(|address| StoredAddress::new(address, home))
+                    .collect()
+            })
         };
         Self {
             addresses: addresses(subset.addresses),
@@ -77,10 +85,10 @@ impl StoredSubset {
         }
     }
 
-    fn to_subset(&self) -> EndpointSubset {
+    fn to_subset(&self, home: Option<&str>) -> EndpointSubset {
         let addresses = |list: &Option<Box<[StoredAddress]>>| {
             list.as_ref()
-                .map(|list| list.iter().map(StoredAddress::to_address).collect())
+                .map(|list| list.iter().map(|a| a.to_address(home)).collect())
         };
         EndpointSubset {
             addresses: addresses(&self.addresses),
@@ -91,21 +99,21 @@ impl StoredSubset {
 }
 
 impl StoredAddress {
-    fn new(address: EndpointAddress) -> Self {
+    fn new(address: EndpointAddress, home: Option<&str>) -> Self {
         Self {
             ip: CompactString::from(address.ip),
             hostname: compact(address.hostname),
             node_name: compact(address.node_name),
-            target_ref: address.target_ref.map(CompactRef::new),
+            target_ref: address.target_ref.map(|r| CompactRef::new(r, home)),
         }
     }
 
-    fn to_address(&self) -> EndpointAddress {
+    fn to_address(&self, home: Option<&str>) -> EndpointAddress {
         EndpointAddress {
             hostname: string(&self.hostname),
             ip: self.ip.as_str().to_owned(),
             node_name: string(&self.node_name),
-            target_ref: self.target_ref.as_ref().map(CompactRef::to_object_ref),
+            target_ref: self.target_ref.as_ref().map(|r| r.to_object_ref(home)),
         }
     }
 }

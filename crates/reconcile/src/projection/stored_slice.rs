@@ -44,9 +44,10 @@ struct Uncommon {
 impl StoredSlice {
     /// Keeps `slice` (its managedFields already dropped, if the caller wants them gone).
     pub fn new(mut slice: EndpointSlice) -> Self {
+        let home = slice.metadata.namespace.as_deref();
         let endpoints = std::mem::take(&mut slice.endpoints)
             .into_iter()
-            .map(StoredEndpoint::new)
+            .map(|endpoint| StoredEndpoint::new(endpoint, home))
             .collect();
         super::fit_metadata(&mut slice.metadata);
         if let Some(ports) = slice.ports.as_mut() {
@@ -79,11 +80,12 @@ impl StoredSlice {
 
     /// The whole slice, equal to the one it was made from.
     pub fn to_slice(&self) -> EndpointSlice {
+        let home = self.head.metadata.namespace.as_deref();
         EndpointSlice {
             endpoints: self
                 .endpoints
                 .iter()
-                .map(StoredEndpoint::to_endpoint)
+                .map(|endpoint| endpoint.to_endpoint(home))
                 .collect(),
             ..self.head.clone()
         }
@@ -91,7 +93,8 @@ impl StoredSlice {
 }
 
 impl StoredEndpoint {
-    fn new(endpoint: Endpoint) -> Self {
+    /// Keeps `endpoint` of a slice in namespace `home`.
+    fn new(endpoint: Endpoint, home: Option<&str>) -> Self {
         let Endpoint {
             addresses,
             conditions,
@@ -115,12 +118,12 @@ impl StoredEndpoint {
             conditions,
             node_name: compact(node_name),
             zone: compact(zone),
-            target_ref: target_ref.map(CompactRef::new),
+            target_ref: target_ref.map(|r| CompactRef::new(r, home)),
             rest,
         }
     }
 
-    fn to_endpoint(&self) -> Endpoint {
+    fn to_endpoint(&self, home: Option<&str>) -> Endpoint {
         let rest = self.rest.as_deref();
         Endpoint {
             addresses: self
@@ -133,7 +136,7 @@ impl StoredEndpoint {
             hints: rest.and_then(|r| r.hints.clone()),
             hostname: rest.and_then(|r| r.hostname.clone()),
             node_name: string(&self.node_name),
-            target_ref: self.target_ref.as_ref().map(CompactRef::to_object_ref),
+            target_ref: self.target_ref.as_ref().map(|r| r.to_object_ref(home)),
             zone: string(&self.zone),
         }
     }
