@@ -73,6 +73,13 @@ impl<P: PartialEq + Send + Sync + 'static> Applier<P> {
                 let relist = self.relist.get_or_insert_with(HashMap::new);
                 match object {
                     Some(object) => {
+                        // An object listed as it is stored keeps the stored projection, so
+                        // that a re-list of a mostly unchanged cluster holds one copy of each
+                        // object at its peak rather than the store's and the list's.
+                        let object = match self.store.get(&key) {
+                            Some(stored) if *stored == *object => stored,
+                            _ => object,
+                        };
                         relist.insert(key, object);
                     }
                     // Left out of the re-list, so a stored projection of it is deleted below.
@@ -232,6 +239,24 @@ mod tests {
         f.listed(&[("a", 2), ("b", 1), ("d", 1)]);
         assert_eq!(f.handler.take(), ["update a v1->v2", "add d v1"]);
         assert!(Arc::ptr_eq(&unchanged, &f.store.get(&key("b")).unwrap()));
+    }
+
+    #[test]
+    fn a_relist_holds_the_stored_copy_of_an_unchanged_object_not_a_second_one() {
+        let mut f = Fixture::listing(&[("a", 1), ("b", 1)]);
+        f.apply(Change::Init);
+        let listed_a = pod("a", 1).unwrap();
+        let listed_b = pod("b", 2).unwrap();
+        let (weak_a, weak_b) = (Arc::downgrade(&listed_a), Arc::downgrade(&listed_b));
+        f.apply(Change::InitApply(key("a"), Some(listed_a)));
+        f.apply(Change::InitApply(key("b"), Some(listed_b)));
+        assert!(
+            weak_a.upgrade().is_none(),
+            "the list's copy of an unchanged object was kept beside the stored one"
+        );
+        assert!(weak_b.upgrade().is_some(), "a changed object is kept");
+        f.apply(Change::InitDone);
+        assert_eq!(f.handler.take(), ["update b v1->v2"]);
     }
 
     #[test]
