@@ -167,7 +167,7 @@ impl EndpointSliceController {
             self.metrics
                 .services_count_by_traffic_distribution
                 .with_label_values(&[value.as_str()])
-                .set(count as f64);
+                .set(*count as f64);
         }
     }
 }

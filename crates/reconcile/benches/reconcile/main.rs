@@ -5,6 +5,7 @@
 
 mod common;
 mod endpoints_repack;
+mod metrics_gauges;
 mod node_topology;
 mod plan_slices;
 mod slice_fill;
@@ -16,6 +17,7 @@ criterion::criterion_group! {
     config = common::config();
     targets =
         endpoints_repack::bench_plan_endpoints,
+        metrics_gauges::bench_gauges,
         node_topology::bench_node_event,
         plan_slices::bench_plan_slices,
         slice_fill::bench_fill,

@@ -11,11 +11,13 @@ use crate::mirroring::MirroringFigures;
 use crate::slice::PortGroupFigures;
 use std::collections::HashMap;
 
-/// Per-Endpoints figures and the gauges' totals.
+/// Per-Endpoints figures and the gauges' totals, kept up to date as objects change (a sync
+/// costs the same however many Endpoints objects are mirrored; see `metrics_cache`).
 #[derive(Debug, Clone)]
 pub struct MirroringMetricsCache {
     max_endpoints_per_subset: usize,
     endpoints: HashMap<ServiceKey, Vec<PortGroupFigures>>,
+    totals: Totals,
 }
 
 impl MirroringMetricsCache {
@@ -24,32 +26,44 @@ impl MirroringMetricsCache {
         Self {
             max_endpoints_per_subset,
             endpoints: HashMap::new(),
+            totals: Totals::default(),
         }
+    }
+
+    /// What one Endpoints object adds to the totals.
+    fn share(&self, groups: &[PortGroupFigures]) -> Totals {
+        let max = self.max_endpoints_per_subset.max(1);
+        let mut share = Totals::default();
+        for g in groups {
+            share.endpoints += g.endpoints;
+            share.slices += g.slices;
+            share.desired_slices += g.endpoints.div_ceil(max);
+        }
+        share
     }
 
     /// Replaces the figures of one Endpoints object after a mirroring sync.
     pub fn update(&mut self, key: &ServiceKey, figures: &MirroringFigures) {
-        self.endpoints
-            .insert(key.clone(), figures.groups.values().copied().collect());
+        let groups: Vec<PortGroupFigures> = figures.groups.values().copied().collect();
+        let new = self.share(&groups);
+        self.totals.add(new);
+        if let Some(old) = self.endpoints.insert(key.clone(), groups) {
+            let old = self.share(&old);
+            self.totals.subtract(old);
+        }
     }
 
     /// Forgets an Endpoints object whose slices were cleaned up.
     pub fn delete(&mut self, key: &ServiceKey) {
-        self.endpoints.remove(key);
+        if let Some(old) = self.endpoints.remove(key) {
+            let old = self.share(&old);
+            self.totals.subtract(old);
+        }
     }
 
     /// Totals over every Endpoints object.
     pub fn totals(&self) -> Totals {
-        let mut totals = Totals::default();
-        let max = self.max_endpoints_per_subset.max(1);
-        for groups in self.endpoints.values() {
-            for g in groups {
-                totals.endpoints += g.endpoints;
-                totals.slices += g.slices;
-                totals.desired_slices += g.endpoints.div_ceil(max);
-            }
-        }
-        totals
+        self.totals
     }
 }
 
@@ -108,5 +122,22 @@ mod tests {
                 desired_slices: 1,
             }
         );
+        // An object synced again replaces its share; one deleted twice is taken out once.
+        cache.update(
+            &ServiceKey::new("default", "b"),
+            &groups(&[(IPv4, 53, 5, 3)]),
+        );
+        cache.delete(&ServiceKey::new("default", "gone"));
+        assert_eq!(
+            cache.totals(),
+            Totals {
+                endpoints: 5,
+                slices: 3,
+                desired_slices: 3,
+            }
+        );
+        cache.delete(&ServiceKey::new("default", "b"));
+        cache.delete(&ServiceKey::new("default", "b"));
+        assert_eq!(cache.totals(), Totals::default());
     }
 }
