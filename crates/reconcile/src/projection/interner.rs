@@ -7,6 +7,7 @@
 //! any more when it has grown to twice what it held after its last sweep, so values of
 //! objects long gone do not pile up, at an amortised constant cost per call.
 
+use std::borrow::Borrow;
 use std::collections::HashSet;
 use std::hash::Hash;
 use std::sync::Arc;
@@ -32,12 +33,14 @@ impl<T: ?Sized> Default for Interner<T> {
 const SWEEP_FLOOR: usize = 64;
 
 impl<T: ?Sized + Eq + Hash> Interner<T> {
-    /// The shared value equal to `value`, or `value` itself (then shared from now on).
-    pub fn intern(&mut self, value: &T) -> Arc<T>
+    /// The shared value equal to `value`, or `value` itself (then shared from now on; an
+    /// owned value such as a `Vec` moves into the `Arc` without a copy of its elements).
+    pub fn intern<V>(&mut self, value: V) -> Arc<T>
     where
-        Arc<T>: for<'a> From<&'a T>,
+        V: Borrow<T>,
+        Arc<T>: From<V>,
     {
-        if let Some(shared) = self.values.get(value) {
+        if let Some(shared) = self.values.get(value.borrow()) {
             return Arc::clone(shared);
         }
         if self.values.len() >= SWEEP_FLOOR.max(2 * self.kept) {
@@ -67,9 +70,9 @@ mod tests {
     #[test]
     fn equal_values_share_one_allocation() {
         let mut interner = Interner::<[u32]>::default();
-        let a = interner.intern(&[1, 2, 3]);
-        let b = interner.intern(Vec::from([1, 2, 3]).as_slice());
-        let c = interner.intern(&[4]);
+        let a = interner.intern(Vec::from([1, 2, 3]));
+        let b = interner.intern(&[1, 2, 3][..]);
+        let c = interner.intern(&[4][..]);
         assert!(Arc::ptr_eq(&a, &b));
         assert!(!Arc::ptr_eq(&a, &c));
         assert_eq!(interner.len(), 2);
@@ -81,7 +84,7 @@ mod tests {
         let kept = interner.intern("kept");
         for i in 0..10_000 {
             // Each value is dropped by its only user at once.
-            drop(interner.intern(&format!("gone-{i}")));
+            drop(interner.intern(format!("gone-{i}")));
         }
         assert!(
             interner.len() <= 2 * SWEEP_FLOOR,

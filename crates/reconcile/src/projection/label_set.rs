@@ -77,10 +77,7 @@ impl LabelSet {
         map: &BTreeMap<String, String>,
         interner: &mut super::Interner<LabelPairs>,
     ) -> Self {
-        if map.is_empty() {
-            return Self::default();
-        }
-        Self(interner.intern(&pairs(map)))
+        Self(interner.intern(pairs(map)))
     }
 }
 

@@ -27,15 +27,24 @@ impl CompactRef {
     pub fn new(mut reference: ObjectReference, home: Option<&str>) -> Self {
         let name = compact(reference.name.take());
         let uid = reference.uid.take().map(super::Uid::from);
-        let pod_at_home = ObjectReference {
-            kind: Some("Pod".to_owned()),
-            namespace: home.map(str::to_owned),
-            ..ObjectReference::default()
-        };
         // A pod of the holder's namespace, with a namespace written (a holder with none
-        // keeps whatever it holds): implied, so nothing more is kept. Anything else, whole,
-        // so that a field the type may gain is kept too.
-        let implied = home.is_some() && reference == pod_at_home;
+        // keeps whatever it holds): implied, so nothing more is kept. Anything else, whole.
+        // Every field is named, so that a field the type gains must be decided on here.
+        let ObjectReference {
+            api_version,
+            field_path,
+            kind,
+            name: _,
+            namespace,
+            resource_version,
+            uid: _,
+        } = &reference;
+        let implied = home.is_some()
+            && namespace.as_deref() == home
+            && kind.as_deref() == Some("Pod")
+            && api_version.is_none()
+            && field_path.is_none()
+            && resource_version.is_none();
         Self {
             name,
             uid,

@@ -135,18 +135,15 @@ impl PodInfo {
                 }
             }
         }
-        let (labels, ports) = match (interner, meta.labels.as_ref()) {
-            (Some(interner), labels) => (
+        let labels = meta.labels.as_ref();
+        let (labels, ports) = match interner {
+            Some(interner) => (
                 labels
                     .map(|l| LabelSet::interned(l, &mut interner.labels))
                     .unwrap_or_default(),
-                if ports.is_empty() {
-                    Arc::from([])
-                } else {
-                    interner.ports.intern(&ports)
-                },
+                interner.ports.intern(ports),
             ),
-            (None, labels) => (
+            None => (
                 labels.map(LabelSet::from).unwrap_or_default(),
                 Arc::from(ports),
             ),
