@@ -29,46 +29,63 @@ fn address_key(a: &EndpointAddress) -> AddressKey {
 
 /// Builds the canonical subsets, their ports sorted by `hash`.
 pub fn repack(items: Vec<AddressOnPort>, hash: OrderHash) -> Vec<EndpointSubset> {
-    let mut addresses: BTreeMap<AddressKey, EndpointAddress> = BTreeMap::new();
-    // Port (None = no port) -> address -> ready.
-    let mut by_port: BTreeMap<Option<PortSpec>, BTreeMap<AddressKey, bool>> = BTreeMap::new();
-    for item in items {
-        let key = address_key(&item.address);
-        addresses.entry(key.clone()).or_insert(item.address);
+    let ranks = address_ranks(&items);
+    let distinct = ranks.iter().max().map_or(0, |r| r + 1);
+    // The first report of an address is the one kept.
+    let mut addresses: Vec<Option<EndpointAddress>> = vec![None; distinct];
+    // Port (None = no port) -> address rank -> ready.
+    let mut by_port: BTreeMap<Option<PortSpec>, BTreeMap<usize, bool>> = BTreeMap::new();
+    for (item, rank) in items.into_iter().zip(ranks) {
+        if addresses[rank].is_none() {
+            addresses[rank] = Some(item.address);
+        }
         let ready = by_port
             .entry(item.port)
             .or_default()
-            .entry(key)
+            .entry(rank)
             .or_insert(item.ready);
         // Not ready wins: once any report for this port says not ready, it stays so.
         *ready = *ready && item.ready;
     }
 
     // Ports that share an identical address set (with readiness) share a subset.
-    let mut groups: BTreeMap<Vec<(AddressKey, bool)>, Vec<PortSpec>> = BTreeMap::new();
+    let mut groups: BTreeMap<Vec<(usize, bool)>, Vec<PortSpec>> = BTreeMap::new();
     for (port, addrs) in by_port {
-        let set: Vec<(AddressKey, bool)> = addrs.into_iter().collect();
+        let set: Vec<(usize, bool)> = addrs.into_iter().collect();
         let ports = groups.entry(set).or_default();
         if let Some(port) = port {
             ports.push(port);
+        }
+    }
+    // An address in one subset only (the usual case) moves into it; one in several is copied
+    // into all but the last.
+    let mut uses = vec![0usize; distinct];
+    for set in groups.keys() {
+        for &(rank, _) in set {
+            uses[rank] += 1;
         }
     }
 
     let mut subsets: Vec<EndpointSubset> = groups
         .into_iter()
         .map(|(set, ports)| {
+            // Ranks follow (IP, UID) order, so both lists come out sorted.
             let mut ready = Vec::new();
             let mut not_ready = Vec::new();
-            for (key, is_ready) in set {
-                let address = addresses[&key].clone();
+            for (rank, is_ready) in set {
+                uses[rank] -= 1;
+                let address = if uses[rank] == 0 {
+                    addresses[rank].take()
+                } else {
+                    addresses[rank].clone()
+                };
+                let Some(address) = address else { continue };
                 if is_ready {
                     ready.push(address);
                 } else {
                     not_ready.push(address);
                 }
             }
-            sort_addresses(&mut ready);
-            sort_addresses(&mut not_ready);
             let mut ports: Vec<EndpointPort> = ports
                 .into_iter()
                 .map(|p| EndpointPort {
@@ -90,6 +107,26 @@ pub fn repack(items: Vec<AddressOnPort>, hash: OrderHash) -> Vec<EndpointSubset>
     // long as it does not depend on input order.
     subsets.sort_by_cached_key(subset_order_key);
     subsets
+}
+
+/// Each item's address as its rank among the distinct addresses in (IP, UID) order: the
+/// repacker groups and sorts these numbers instead of copies of the strings.
+fn address_ranks(items: &[AddressOnPort]) -> Vec<usize> {
+    fn key(a: &AddressOnPort) -> (&str, &str) {
+        let uid = a.address.target_ref.as_ref().and_then(|t| t.uid.as_deref());
+        (a.address.ip.as_str(), uid.unwrap_or_default())
+    }
+    let mut distinct: Vec<(&str, &str)> = items.iter().map(key).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    items
+        .iter()
+        .map(|item| {
+            let k = key(item);
+            // Always found: `distinct` holds every item's key.
+            distinct.binary_search(&k).unwrap_or_else(|at| at)
+        })
+        .collect()
 }
 
 /// Repacks existing subsets into the canonical layout (the input is not modified).

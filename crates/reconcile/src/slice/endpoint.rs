@@ -6,6 +6,7 @@ use crate::ip::parse_sloppy;
 use crate::pod_rules::{pod_reference, publishes_hostname};
 use crate::projection::{PodInfo, ServiceInfo};
 use crate::slice::{MissingNode, NodeZones};
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions};
 
 /// Builds the endpoint for a pod: its addresses of the family in canonical form (sorted),
@@ -92,19 +93,38 @@ impl EndpointKey {
 /// and targetRef (ignoring its resourceVersion). Hints are not compared here.
 pub fn equal_beyond_key(a: &Endpoint, b: &Endpoint) -> bool {
     let conditions = |e: &Endpoint| {
-        let c = e.conditions.clone().unwrap_or_default();
-        (c.ready, c.serving, c.terminating)
-    };
-    let target = |e: &Endpoint| {
-        e.target_ref.clone().map(|mut t| {
-            t.resource_version = None;
-            t
-        })
+        e.conditions
+            .as_ref()
+            .map_or((None, None, None), |c| (c.ready, c.serving, c.terminating))
     };
     a.node_name == b.node_name
         && a.zone == b.zone
         && conditions(a) == conditions(b)
-        && target(a) == target(b)
+        && match (&a.target_ref, &b.target_ref) {
+            (Some(a), Some(b)) => same_but_resource_version(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        }
+}
+
+/// Two references equal in every field but `resourceVersion`, compared in place (a sync
+/// compares every endpoint of every slice it reads).
+fn same_but_resource_version(a: &ObjectReference, b: &ObjectReference) -> bool {
+    // Every field named, so that a field the type gains must be decided on here.
+    let ObjectReference {
+        api_version,
+        field_path,
+        kind,
+        name,
+        namespace,
+        resource_version: _,
+        uid,
+    } = a;
+    *api_version == b.api_version
+        && *field_path == b.field_path
+        && *kind == b.kind
+        && *name == b.name
+        && *namespace == b.namespace
+        && *uid == b.uid
 }
 
 #[cfg(test)]

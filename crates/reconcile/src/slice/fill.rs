@@ -106,7 +106,7 @@ pub fn fill_port_group(
             if kept.is_empty() {
                 out.delete.push(Arc::clone(slice));
             } else {
-                let mut changed = EndpointSlice::clone(slice);
+                let mut changed = without_endpoints(slice);
                 changed.endpoints = kept;
                 changed.metadata.labels = Some(labels);
                 update.push(changed);
@@ -152,6 +152,17 @@ pub fn fill_port_group(
     }
     out.update = update;
     out
+}
+
+/// A copy of a slice without its endpoints, for a slice whose endpoints are replaced (cloning
+/// them only to drop them is wasted on every sync that changes the slice).
+fn without_endpoints(slice: &EndpointSlice) -> EndpointSlice {
+    EndpointSlice {
+        metadata: slice.metadata.clone(),
+        address_type: slice.address_type.clone(),
+        endpoints: Vec::new(),
+        ports: slice.ports.clone(),
+    }
 }
 
 fn take_into(slice: &mut EndpointSlice, desired: &mut DesiredEndpoints, max: usize) {
