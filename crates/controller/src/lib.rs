@@ -75,6 +75,7 @@ use crate::health::Readiness;
 use crate::index::{Handlers, Informers};
 use crate::informer::Synced;
 use crate::mirroring::MirroringController;
+use crate::service_queuer::ServiceQueuer;
 use crate::service_workers::{ControllerParts, ServiceSync};
 pub use clients::{Clients, InformerClients};
 use service_accounts::Identity;
@@ -140,13 +141,25 @@ impl Assembly {
         }
     }
 
-    /// Has one of the Service controllers' queue filled from Service and Pod events, and
-    /// watched for activity.
-    fn queue_services(&self, handlers: &mut Handlers, workers: &service_workers::ServiceWorkers) {
-        let queuer = workers.service_queuer();
+    /// Has the Service controllers' queues filled from Service and Pod events by one
+    /// queuer, and watched for activity.
+    fn queue_services(
+        &self,
+        handlers: &mut Handlers,
+        workers: &[&service_workers::ServiceWorkers],
+    ) {
+        if workers.is_empty() {
+            return;
+        }
+        for w in workers {
+            self.activity.watch(w.queue());
+        }
+        let queuer = ServiceQueuer::new(
+            self.stores.clone(),
+            workers.iter().map(|w| w.queued_by()).collect(),
+        );
         handlers.pods.push(queuer.clone());
         handlers.services.push(queuer);
-        self.activity.watch(workers.queue());
     }
 }
 
@@ -214,7 +227,6 @@ pub async fn run(
             settings.max_endpoints_per_slice as usize,
             options.shadow.clone(),
         )?;
-        assembly.queue_services(&mut handlers, c.workers());
         handlers.nodes.push(c.clone());
         handlers.slices.push(c.clone());
         assembly.activity.watch(c.topology_queue());
@@ -228,12 +240,19 @@ pub async fn run(
             registry,
             options.shadow.clone(),
         )?;
-        assembly.queue_services(&mut handlers, c.workers());
         handlers.endpoints.push(c.clone());
         Some(c)
     } else {
         None
     };
+    let service_controllers: Vec<&service_workers::ServiceWorkers> = [
+        slice_controller.as_ref().map(|c| c.workers()),
+        endpoints_controller.as_ref().map(|c| c.workers()),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assembly.queue_services(&mut handlers, &service_controllers);
 
     if options.mirroring && options.shadow.is_some() {
         // Shadow mode covers the Endpoints and EndpointSlice controllers; the mirroring

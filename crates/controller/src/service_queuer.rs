@@ -1,5 +1,5 @@
 //! Service and Pod events, turned into Service keys: the same for both controllers, so each
-//! registers one of these with its own queue and batch period.
+//! controller's queue is fed by one of these, each with its own batch period.
 
 use crate::index::Stores;
 use crate::informer::Handler;
@@ -10,37 +10,45 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Queues a Service on its own events at once, and on its pods' events after the batch
-/// period.
+/// period, into each Service controller's queue. Both controllers are fed by one queuer, so
+/// the Services a pod event concerns are looked up once per event, not once per controller.
 pub struct ServiceQueuer {
     stores: Stores,
-    queue: WorkQueue<ServiceKey>,
-    batch_period: Duration,
+    /// Each controller's queue, with its batch period for pod events.
+    queues: Vec<(WorkQueue<ServiceKey>, Duration)>,
 }
 
 impl ServiceQueuer {
-    /// A queuer for `queue`.
-    pub fn new(stores: Stores, queue: WorkQueue<ServiceKey>, batch_period: Duration) -> Arc<Self> {
-        Arc::new(Self {
-            stores,
-            queue,
-            batch_period,
-        })
+    /// A queuer for `queues`, each with its batch period.
+    pub fn new(stores: Stores, queues: Vec<(WorkQueue<ServiceKey>, Duration)>) -> Arc<Self> {
+        Arc::new(Self { stores, queues })
+    }
+
+    fn add(&self, key: ServiceKey) {
+        for (queue, _) in &self.queues {
+            queue.add(key.clone());
+        }
     }
 
     fn queue_after_batch(&self, keys: Vec<ServiceKey>) {
-        crate::worker::queue_after(&self.queue, keys, self.batch_period, Clock::Start);
+        if keys.is_empty() {
+            return;
+        }
+        for (queue, batch_period) in &self.queues {
+            crate::worker::queue_after(queue, keys.clone(), *batch_period, Clock::Start);
+        }
     }
 }
 
 impl Handler<ServiceInfo> for ServiceQueuer {
     fn on_add(&self, service: &Arc<ServiceInfo>) {
-        self.queue.add(service.key());
+        self.add(service.key());
     }
     fn on_update(&self, _old: &Arc<ServiceInfo>, new: &Arc<ServiceInfo>) {
-        self.queue.add(new.key());
+        self.add(new.key());
     }
     fn on_delete(&self, service: &Arc<ServiceInfo>) {
-        self.queue.add(service.key());
+        self.add(service.key());
     }
     /// After a re-list, every Service is queued, changed or not. client-go hands each listed
     /// object to the update handler and upstream queues the Service on every update, so a
@@ -50,7 +58,7 @@ impl Handler<ServiceInfo> for ServiceQueuer {
     /// renew deadline), which no Service or pod event would otherwise bring back.
     fn on_listed(&self) {
         for service in self.stores.services.list() {
-            self.queue.add(service.key());
+            self.add(service.key());
         }
     }
 }

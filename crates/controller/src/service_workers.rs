@@ -8,7 +8,6 @@
 use crate::events::EventRecorder;
 use crate::index::Stores;
 use crate::queue::{QueueConfig, WorkQueue};
-use crate::service_queuer::ServiceQueuer;
 use crate::worker::{run_worker, SyncError};
 use crate::write_latency::{ControllerLatency, Wrote};
 use reconcile::keys::ServiceKey;
@@ -94,10 +93,10 @@ impl ServiceWorkers {
         &self.stores
     }
 
-    /// The handler that queues Services on their own events at once and on their pods'
-    /// events after the batch period.
-    pub fn service_queuer(&self) -> Arc<ServiceQueuer> {
-        ServiceQueuer::new(self.stores.clone(), self.queue.clone(), self.batch_period)
+    /// The queue and the batch period its pods' events wait, for the
+    /// [`ServiceQueuer`](crate::service_queuer::ServiceQueuer) that fills it.
+    pub fn queued_by(&self) -> (WorkQueue<ServiceKey>, Duration) {
+        (self.queue.clone(), self.batch_period)
     }
 
     /// Runs `workers` workers (at least one) syncing keys through `target` until the queue
