@@ -416,7 +416,7 @@ async fn open_watch<K: Watched>(
         encoding: context.encoding,
         frames: Frames::default(),
         lines: Vec::new(),
-        idle,
+        idle: IdleTimer::new(idle),
         received: context.received.clone(),
     })
 }
@@ -479,8 +479,48 @@ struct WatchBody {
     frames: Frames,
     /// JSON's lines: the bytes of the line not yet ended.
     lines: Vec<u8>,
-    idle: Duration,
+    idle: IdleTimer,
     received: Option<prometheus::IntCounter>,
+}
+
+/// When a silent stream is given up: `limit` after its last frame.
+///
+/// A timeout around each read would take a timer off the runtime's wheel and put a new one
+/// on for every frame, thousands a second under churn. This timer is armed once; a frame
+/// only notes the time, and when the timer fires early (frames came since it was armed) it
+/// is armed again for the limit past the last frame.
+struct IdleTimer {
+    limit: Duration,
+    last_frame: tokio::time::Instant,
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl IdleTimer {
+    fn new(limit: Duration) -> Self {
+        let now = tokio::time::Instant::now();
+        Self {
+            limit,
+            last_frame: now,
+            timer: Box::pin(tokio::time::sleep_until(now + limit)),
+        }
+    }
+
+    /// A frame came.
+    fn frame(&mut self) {
+        self.last_frame = tokio::time::Instant::now();
+    }
+
+    /// Ends once the stream has been silent for the limit.
+    async fn silent(&mut self) {
+        loop {
+            self.timer.as_mut().await;
+            let due = self.last_frame + self.limit;
+            if tokio::time::Instant::now() >= due {
+                return;
+            }
+            self.timer.as_mut().reset(due);
+        }
+    }
 }
 
 impl WatchBody {
@@ -491,7 +531,12 @@ impl WatchBody {
             if let Some(event) = self.next_buffered::<K>() {
                 return Some(event);
             }
-            let frame = match tokio::time::timeout(self.idle, self.body.frame()).await {
+            let read = tokio::select! {
+                biased;
+                read = self.body.frame() => Ok(read),
+                () = self.idle.silent() => Err(()),
+            };
+            let frame = match read {
                 Ok(Some(Ok(frame))) => frame,
                 Ok(Some(Err(error))) => {
                     // As kube's watcher: a stream cut short (EOF) ends, to be resumed from
@@ -503,11 +548,12 @@ impl WatchBody {
                     return Some(Err(kube::Error::ReadEvents(std::io::Error::other(error))));
                 }
                 Ok(None) => return None,
-                Err(_) => {
-                    debug!(idle = ?self.idle, "watch stream silent past its timeout; reconnecting");
+                Err(()) => {
+                    debug!(idle = ?self.idle.limit, "watch stream silent past its timeout; reconnecting");
                     return None;
                 }
             };
+            self.idle.frame();
             if let Ok(data) = frame.into_data() {
                 if let Some(received) = &self.received {
                     received.inc_by(data.len() as u64);
