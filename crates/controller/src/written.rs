@@ -34,7 +34,33 @@ pub async fn write<K: Writable>(
     object: &K,
     wire: &Negotiated,
 ) -> kube::Result<K> {
-    let metadata = objects::write(api, how, object, &post_params(), wire, metadata_of).await?;
+    // Slices and Endpoints keep what they sent, to recognise it when it comes back on the
+    // watch (see `wire::sent`).
+    let keep = std::sync::Mutex::new(None);
+    let keep_sent = K::KEEPS_SENT.then_some(&keep);
+    let metadata = objects::write(
+        api,
+        how,
+        object,
+        &post_params(),
+        wire,
+        metadata_of,
+        keep_sent,
+    )
+    .await?;
+    let sent = keep
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some((body, message)) = sent {
+        if let Ok(sealed) = envelope::open(bytes::Bytes::from(body)) {
+            K::keep_sent(
+                metadata.namespace.as_deref().unwrap_or_default(),
+                metadata.name.as_deref().unwrap_or_default(),
+                &sealed.raw,
+                message,
+            );
+        }
+    }
     let mut written = K::default();
     *written.meta_mut() = metadata;
     Ok(written)

@@ -14,6 +14,7 @@ use kube::core::Request;
 use kube::{Error, Resource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::sync::Mutex;
 
 /// What these functions need of a kind: both encodings.
 pub trait WholeObject: Resource + WriteKind + Serialize + DeserializeOwned + Clone {}
@@ -26,7 +27,7 @@ pub async fn get_opt<K: WholeObject>(
     wire: &Negotiated,
 ) -> kube::Result<Option<K>> {
     let request = |_| Request::new(api.resource_url()).get(name, &Default::default());
-    match send(api, wire, "get", None, &request, whole).await {
+    match send(api, wire, "get", None, &request, whole, None).await {
         Ok(object) => Ok(Some(object)),
         Err(Error::Api(status)) if status.code == 404 => Ok(None),
         Err(error) => Err(error),
@@ -40,7 +41,7 @@ pub async fn create<K: WholeObject>(
     params: &PostParams,
     wire: &Negotiated,
 ) -> kube::Result<K> {
-    write(api, Write::Create, object, params, wire, whole).await
+    write(api, Write::Create, object, params, wire, whole, None).await
 }
 
 /// Replaces the object `name` with `object`; returns it as stored.
@@ -51,7 +52,16 @@ pub async fn replace<K: WholeObject>(
     params: &PostParams,
     wire: &Negotiated,
 ) -> kube::Result<K> {
-    write(api, Write::Replace { name }, object, params, wire, whole).await
+    write(
+        api,
+        Write::Replace { name },
+        object,
+        params,
+        wire,
+        whole,
+        None,
+    )
+    .await
 }
 
 /// A write of an object with a body.
@@ -66,7 +76,11 @@ pub enum Write<'a> {
     },
 }
 
-/// Sends `object` by `how`, and reads the answer with `read`.
+/// What a protobuf write sent: the body, and the message it encodes.
+pub(crate) type Sent<K> = Option<(Vec<u8>, <K as WriteKind>::Full)>;
+
+/// Sends `object` by `how`, and reads the answer with `read`. With `keep`, a body sent in
+/// protobuf is left there with its message (for [`WriteKind::keep_sent`]).
 pub(crate) async fn write<K, T>(
     api: &Api<K>,
     how: Write<'_>,
@@ -74,12 +88,13 @@ pub(crate) async fn write<K, T>(
     params: &PostParams,
     wire: &Negotiated,
     read: impl Fn(bool, Bytes) -> kube::Result<T> + Sync,
+    keep: Option<&Mutex<Sent<K>>>,
 ) -> kube::Result<T>
 where
     K: Resource + WriteKind + Serialize + Clone,
 {
     let request = |body| how.request(api, params, body);
-    send(api, wire, how.verb(), Some(object), &request, read).await
+    send(api, wire, how.verb(), Some(object), &request, read, keep).await
 }
 
 impl Write<'_> {
@@ -112,7 +127,7 @@ type Build<'a> =
 
 /// Sends the request `build` makes, with `object` as its body (or none) in the negotiated
 /// encoding, falling back to JSON once if the server refuses protobuf, and reads the answer
-/// with `read`, told whether it came in protobuf.
+/// with `read`, told whether it came in protobuf. A protobuf body is left in `keep`.
 async fn send<K: Resource + WriteKind + Serialize + Clone, T>(
     api: &Api<K>,
     wire: &Negotiated,
@@ -120,15 +135,28 @@ async fn send<K: Resource + WriteKind + Serialize + Clone, T>(
     object: Option<&K>,
     build: Build<'_>,
     read: impl Fn(bool, Bytes) -> kube::Result<T> + Sync,
+    keep: Option<&Mutex<Sent<K>>>,
 ) -> kube::Result<T> {
     let client = api.clone().into_client();
+    let kept = |sent: Sent<K>| {
+        if let Some(keep) = keep {
+            *keep.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = sent;
+        }
+    };
     exchange::negotiated(wire, |encoding| {
-        let (client, read) = (&client, &read);
+        let (client, read, kept) = (&client, &read, &kept);
         async move {
             let body = match (object, encoding) {
                 (None, _) => Vec::new(),
+                (Some(object), Encoding::Protobuf) if keep.is_some() => {
+                    let message = object.to_message();
+                    let body = envelope::seal(K::API_VERSION, K::KIND, &message);
+                    kept(Some((body.clone(), message)));
+                    body
+                }
                 (Some(object), Encoding::Protobuf) => object.to_body(),
                 (Some(object), Encoding::Json) => {
+                    kept(None);
                     serde_json::to_vec(object).map_err(Error::SerdeError)?
                 }
             };
