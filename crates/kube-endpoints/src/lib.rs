@@ -15,7 +15,8 @@ use std::process::ExitCode;
 
 /// The async runtime, with logging set up from the command's flags (klog text at V(0) for
 /// commands without them), and `workers` worker threads (`None`: Tokio's default, one per
-/// core, or `TOKIO_WORKER_THREADS`).
+/// core, or `TOKIO_WORKER_THREADS`). One worker is the calling thread itself: every task
+/// runs where `block_on` runs, and no wake-up has to cross to another thread.
 pub fn runtime(
     logging: Option<&args::LoggingFlags>,
     workers: Option<usize>,
@@ -25,10 +26,15 @@ pub fn runtime(
         logging_format: args::LoggingFormat::Text,
     };
     logging::init(logging.unwrap_or(&default));
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
-    if let Some(workers) = workers {
-        builder.worker_threads(workers);
-    }
+    let mut builder = match workers {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        Some(workers) => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(workers);
+            builder
+        }
+        None => tokio::runtime::Builder::new_multi_thread(),
+    };
     Ok(builder.enable_all().build()?)
 }
 

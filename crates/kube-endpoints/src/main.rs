@@ -81,14 +81,16 @@ fn main() -> ExitCode {
     kube_endpoints::exit_code(result)
 }
 
-/// Worker threads for `run`: one, unless `TOKIO_WORKER_THREADS` asks for more.
+/// Worker threads for `run`: one (the main thread itself), unless `TOKIO_WORKER_THREADS`
+/// asks for more.
 ///
 /// The controllers spend their time waiting for their request budget; a 10,000-pod cluster
 /// whose pods all flip readiness in ten seconds keeps one core a tenth busy. With a worker per
 /// core, objects decoded on one thread were freed on another, and each thread's allocator
 /// kept its own partly used pages: on the bench's `flap` (200 x 50) one worker peaks about
-/// 5 MiB lower and spends less CPU than two. An operator of a very large cluster can give the
-/// runtime more threads with `TOKIO_WORKER_THREADS`.
+/// 5 MiB lower and spends less CPU than two. On one thread the runtime needs no worker of its
+/// own either: the tasks run on the main thread, and no wake-up crosses threads. An operator
+/// of a very large cluster can give the runtime more threads with `TOKIO_WORKER_THREADS`.
 fn run_worker_threads() -> Option<usize> {
     workers_unless_set(std::env::var_os("TOKIO_WORKER_THREADS"))
 }
