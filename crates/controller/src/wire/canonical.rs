@@ -15,7 +15,7 @@
 //! caller then decodes as usual).
 
 use prost::bytes::Buf;
-use prost::encoding::{decode_key, decode_varint, encode_key, encode_varint, WireType};
+use prost::encoding::{decode_key, decode_varint, encode_key, encoded_len_varint, WireType};
 
 /// Bytes that are not a message this module can put in canonical form (malformed, or using
 /// what Kubernetes does not: groups, a message field of another wire type). The caller
@@ -67,43 +67,38 @@ struct Field {
 
 /// Appends the canonical form of `message` (a message of `shape`) to `out`.
 pub fn canonical(message: &[u8], shape: &Shape, out: &mut Vec<u8>) -> Result<(), Unreadable> {
-    // Messages as kube-apiserver writes them are already in number order: those are read
-    // field by field as they come. Only an unsorted message (as prost writes some) is
-    // gathered and sorted first.
-    if in_number_order(message)? {
-        let mut at = 0;
-        while at < message.len() {
-            let field = next_field(message, at)?;
-            emit(message, field, shape, out)?;
-            at = field.end;
-        }
-    } else {
-        let mut fields = Vec::new();
-        let mut at = 0;
-        while at < message.len() {
-            let field = next_field(message, at)?;
-            fields.push(field);
-            at = field.end;
-        }
-        fields.sort_by_key(|f| f.tag);
-        for field in fields {
-            emit(message, field, shape, out)?;
-        }
-    }
-    Ok(())
-}
-
-fn in_number_order(message: &[u8]) -> Result<bool, Unreadable> {
+    // Messages as kube-apiserver writes them are in number order already: written out field
+    // by field as they come. One that is not (as prost writes some) is started over, its
+    // fields gathered and sorted first.
+    let start = out.len();
     let (mut at, mut last) = (0, 0);
     while at < message.len() {
         let field = next_field(message, at)?;
         if field.tag < last {
-            return Ok(false);
+            out.truncate(start);
+            return sorted(message, shape, out);
         }
         last = field.tag;
+        emit(message, field, shape, out)?;
         at = field.end;
     }
-    Ok(true)
+    Ok(())
+}
+
+/// [`canonical`] of a message whose fields are out of number order.
+fn sorted(message: &[u8], shape: &Shape, out: &mut Vec<u8>) -> Result<(), Unreadable> {
+    let mut fields = Vec::new();
+    let mut at = 0;
+    while at < message.len() {
+        let field = next_field(message, at)?;
+        fields.push(field);
+        at = field.end;
+    }
+    fields.sort_by_key(|f| f.tag);
+    for field in fields {
+        emit(message, field, shape, out)?;
+    }
+    Ok(())
 }
 
 /// The field starting at `at`.
@@ -159,18 +154,39 @@ fn emit(message: &[u8], field: Field, shape: &Shape, out: &mut Vec<u8>) -> Resul
             let mut value = &message[field.value..field.end];
             decode_varint(&mut value)?;
             encode_key(field.tag, WireType::LengthDelimited, out);
-            // The inner form can be shorter (empty plain fields dropped): write it, then put
-            // its length in front of it.
-            let start = out.len();
+            // Room for the length as the field has it: the canonical form is never longer
+            // (it only drops empty fields), and rarely short enough to need fewer bytes.
+            let width = encoded_len_varint(value.len() as u64);
+            let header = out.len();
+            out.resize(header + width, 0);
             canonical(value, inner, out)?;
-            let mut length = Vec::with_capacity(4);
-            encode_varint((out.len() - start) as u64, &mut length);
-            out.splice(start..start, length);
+            let mut length = [0u8; 10];
+            let used = put_varint((out.len() - header - width) as u64, &mut length);
+            if used == width {
+                out[header..header + width].copy_from_slice(&length[..used]);
+            } else {
+                out.splice(header..header + width, length[..used].iter().copied());
+            }
         }
         Some(Rule::Message(_)) => return Err(Unreadable),
         None => out.extend_from_slice(whole),
     }
     Ok(())
+}
+
+/// Writes `value` as a varint into `into`; returns how many bytes it took.
+fn put_varint(mut value: u64, into: &mut [u8; 10]) -> usize {
+    let mut used = 0;
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            into[used] = byte;
+            return used + 1;
+        }
+        into[used] = byte | 0x80;
+        used += 1;
+    }
 }
 
 #[cfg(test)]
@@ -239,6 +255,23 @@ mod tests {
         let mut decoded = Outer::decode(&*form(&ours)).unwrap();
         decoded.skipped = ours.skipped.clone();
         assert_eq!(decoded, ours);
+    }
+
+    #[test]
+    fn a_nested_message_whose_form_needs_a_shorter_length_gets_it() {
+        // 129 bytes as written (a two-byte length), 127 once the empty name is dropped.
+        let long = "x".repeat(125);
+        let written = Outer {
+            items: vec![item(Some(""), Some(&long))],
+            ..Outer::default()
+        };
+        let without = Outer {
+            items: vec![item(None, Some(&long))],
+            ..Outer::default()
+        };
+        assert_eq!(written.items[0].encoded_len(), 129);
+        assert_eq!(form(&written), form(&without));
+        assert_eq!(Outer::decode(&*form(&written)).unwrap(), without);
     }
 
     #[test]
