@@ -14,7 +14,6 @@ use kube::core::Request;
 use kube::{Error, Resource};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use std::sync::Mutex;
 
 /// What these functions need of a kind: both encodings.
 pub trait WholeObject: Resource + WriteKind + Serialize + DeserializeOwned + Clone {}
@@ -76,11 +75,11 @@ pub enum Write<'a> {
     },
 }
 
-/// What a protobuf write sent: the body, and the message it encodes.
-pub(crate) type Sent<K> = Option<(Vec<u8>, <K as WriteKind>::Full)>;
+/// Told of a protobuf body before it is sent, with the message it encodes.
+pub(crate) type Keep<'a, K> = &'a (dyn Fn(&[u8], <K as WriteKind>::Full) + Sync);
 
-/// Sends `object` by `how`, and reads the answer with `read`. With `keep`, a body sent in
-/// protobuf is left there with its message (for [`WriteKind::keep_sent`]).
+/// Sends `object` by `how`, and reads the answer with `read`. `keep` is handed a protobuf
+/// body and its message before they go out (for [`WriteKind::keep_sent`]).
 pub(crate) async fn write<K, T>(
     api: &Api<K>,
     how: Write<'_>,
@@ -88,7 +87,7 @@ pub(crate) async fn write<K, T>(
     params: &PostParams,
     wire: &Negotiated,
     read: impl Fn(bool, Bytes) -> kube::Result<T> + Sync,
-    keep: Option<&Mutex<Sent<K>>>,
+    keep: Option<Keep<'_, K>>,
 ) -> kube::Result<T>
 where
     K: Resource + WriteKind + Serialize + Clone,
@@ -127,7 +126,7 @@ type Build<'a> =
 
 /// Sends the request `build` makes, with `object` as its body (or none) in the negotiated
 /// encoding, falling back to JSON once if the server refuses protobuf, and reads the answer
-/// with `read`, told whether it came in protobuf. A protobuf body is left in `keep`.
+/// with `read`, told whether it came in protobuf. `keep` sees a protobuf body first.
 async fn send<K: Resource + WriteKind + Serialize + Clone, T>(
     api: &Api<K>,
     wire: &Negotiated,
@@ -135,28 +134,22 @@ async fn send<K: Resource + WriteKind + Serialize + Clone, T>(
     object: Option<&K>,
     build: Build<'_>,
     read: impl Fn(bool, Bytes) -> kube::Result<T> + Sync,
-    keep: Option<&Mutex<Sent<K>>>,
+    keep: Option<Keep<'_, K>>,
 ) -> kube::Result<T> {
     let client = api.clone().into_client();
-    let kept = |sent: Sent<K>| {
-        if let Some(keep) = keep {
-            *keep.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = sent;
-        }
-    };
     exchange::negotiated(wire, |encoding| {
-        let (client, read, kept) = (&client, &read, &kept);
+        let (client, read) = (&client, &read);
         async move {
-            let body = match (object, encoding) {
-                (None, _) => Vec::new(),
-                (Some(object), Encoding::Protobuf) if keep.is_some() => {
+            let body = match (object, encoding, keep) {
+                (None, _, _) => Vec::new(),
+                (Some(object), Encoding::Protobuf, Some(keep)) => {
                     let message = object.to_message();
                     let body = envelope::seal(K::API_VERSION, K::KIND, &message);
-                    kept(Some((body.clone(), message)));
+                    keep(&body, message);
                     body
                 }
-                (Some(object), Encoding::Protobuf) => object.to_body(),
-                (Some(object), Encoding::Json) => {
-                    kept(None);
+                (Some(object), Encoding::Protobuf, None) => object.to_body(),
+                (Some(object), Encoding::Json, _) => {
                     serde_json::to_vec(object).map_err(Error::SerdeError)?
                 }
             };

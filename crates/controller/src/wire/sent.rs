@@ -46,8 +46,8 @@ impl<M: Message + Default> SentCache<M> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Keeps `message`, whose encoding (without envelope) is `raw`, sent for the object the
-    /// API server named `namespace`/`name` in its answer.
+    /// Keeps `message`, whose encoding (without envelope) is `raw`, about to be sent for the
+    /// object `namespace`/`name`.
     pub fn keep(&self, namespace: &str, name: &str, raw: &[u8], message: M) {
         let mut form = Vec::with_capacity(raw.len());
         if canonical(raw, self.shape, &mut form).is_err() {
@@ -58,6 +58,11 @@ impl<M: Message + Default> SentCache<M> {
             kept.clear();
         }
         kept.insert((namespace.to_owned(), name.to_owned()), (form, message));
+    }
+
+    /// Drops what was kept for `namespace`/`name` (its write failed).
+    pub fn forget(&self, namespace: &str, name: &str) {
+        self.kept().remove(&(namespace.to_owned(), name.to_owned()));
     }
 
     /// The message behind `raw` (an object's encoding, metadata at field 1), when it is one
@@ -72,16 +77,19 @@ impl<M: Message + Default> SentCache<M> {
         if self.kept().is_empty() {
             return Ok(None);
         }
-        let Some(metadata) = metadata_of(raw)? else {
+        let Some(metadata) = metadata_bytes(raw)? else {
             return Ok(None);
         };
+        // The name first (two strings), the whole metadata only for a name that was kept.
+        let names = Names::decode(metadata)?;
         let key = (
-            metadata.namespace.clone().unwrap_or_default(),
-            metadata.name.clone().unwrap_or_default(),
+            names.namespace.unwrap_or_default(),
+            names.name.unwrap_or_default(),
         );
         let Some((form, mut message)) = self.kept().remove(&key) else {
             return Ok(None);
         };
+        let metadata = ObjectMeta::decode(metadata)?;
         let mut came = Vec::with_capacity(form.len());
         if canonical(raw, self.shape, &mut came).is_err() || came != form {
             return Ok(None);
@@ -103,9 +111,18 @@ impl<M: Message + Default> SentCache<M> {
     }
 }
 
-/// The metadata (field 1) of an object's encoding, decoded; `None` without one, or with
+/// An `ObjectMeta`'s name and namespace, at its numbers; the decoder skips the rest.
+#[derive(Clone, PartialEq, Message)]
+struct Names {
+    #[prost(string, optional, tag = "1")]
+    name: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    namespace: Option<String>,
+}
+
+/// The bytes of the metadata (field 1) of an object's encoding; `None` without one, or with
 /// more than one (which a decoder would merge: left to it).
-fn metadata_of(raw: &[u8]) -> Result<Option<ObjectMeta>, WireError> {
+fn metadata_bytes(raw: &[u8]) -> Result<Option<&[u8]>, WireError> {
     use prost::encoding::{decode_key, decode_varint, skip_field, DecodeContext, WireType};
     let mut rest = raw;
     let mut found = None;
@@ -117,12 +134,11 @@ fn metadata_of(raw: &[u8]) -> Result<Option<ObjectMeta>, WireError> {
             }
             let length =
                 usize::try_from(decode_varint(&mut rest)?).map_err(|_| WireError::Truncated)?;
-            let bytes = rest.get(..length).ok_or(WireError::Truncated)?;
-            found = Some(bytes);
+            found = Some(rest.get(..length).ok_or(WireError::Truncated)?);
             rest = &rest[length..];
         } else {
             skip_field(wire_type, tag, &mut rest, DecodeContext::default())?;
         }
     }
-    Ok(found.map(ObjectMeta::decode).transpose()?)
+    Ok(found)
 }

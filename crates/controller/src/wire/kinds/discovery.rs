@@ -114,6 +114,10 @@ impl WriteKind for EndpointSlice {
         SENT.keep(namespace, name, raw, message);
     }
 
+    fn forget_sent(namespace: &str, name: &str) {
+        SENT.forget(namespace, name);
+    }
+
     fn to_message(&self) -> pb::EndpointSlice {
         pb::EndpointSlice {
             metadata: Some(object_meta_to_pb(&self.metadata)),

@@ -110,6 +110,10 @@ impl WriteKind for Endpoints {
         SENT.keep(namespace, name, raw, message);
     }
 
+    fn forget_sent(namespace: &str, name: &str) {
+        SENT.forget(namespace, name);
+    }
+
     fn to_message(&self) -> pb::Endpoints {
         pb::Endpoints {
             metadata: Some(object_meta_to_pb(&self.metadata)),

@@ -69,10 +69,12 @@ pub trait WriteKind: WireKind {
     /// Whether the kind keeps what it sends until it comes back (see [`super::sent`]).
     const KEEPS_SENT: bool = false;
 
-    /// Keeps `message`, sent encoded as `raw` (the envelope's object) for the object the
-    /// API server's answer named `namespace`/`name`. Only kinds that keep what they send
-    /// do anything.
+    /// Keeps `message`, about to be sent encoded as `raw` (the envelope's object), for the
+    /// object `namespace`/`name`. Only kinds that keep what they send do anything.
     fn keep_sent(_namespace: &str, _name: &str, _raw: &[u8], _message: Self::Full) {}
+
+    /// Drops what was kept for `namespace`/`name`: the write failed.
+    fn forget_sent(_namespace: &str, _name: &str) {}
 }
 
 /// A plain Go field's value: empty reads as absent, as its JSON leaves it out.
