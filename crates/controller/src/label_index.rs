@@ -21,7 +21,7 @@ type Pair = (CompactString, CompactString, CompactString);
 /// name alone (half the bytes of a namespace-and-name key, once per pod and label).
 #[derive(Default)]
 struct PairIndex {
-    by_pair: HashMap<Pair, BTreeSet<CompactString>>,
+    by_pair: HashMap<Pair, BTreeSet<CompactString>, foldhash::fast::RandomState>,
 }
 
 impl PairIndex {

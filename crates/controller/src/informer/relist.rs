@@ -8,10 +8,9 @@
 //! changed gets `on_update`, what is new gets `on_add`, and what is equal stays silent. This
 //! code is plain and synchronous so that it is tested without any server.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::store::{ObjectKey, Store};
+use super::store::{FastMap, ObjectKey, Store};
 use super::Handler;
 
 /// One watcher event after projection. A `None` projection is an object the caller's
@@ -34,7 +33,7 @@ pub enum Change<P> {
 pub struct Applier<P> {
     store: Store<P>,
     /// The objects of a re-list in progress.
-    relist: Option<HashMap<ObjectKey, Arc<P>>>,
+    relist: Option<FastMap<ObjectKey, Arc<P>>>,
 }
 
 impl<P: PartialEq + Send + Sync + 'static> Applier<P> {
@@ -66,11 +65,11 @@ impl<P: PartialEq + Send + Sync + 'static> Applier<P> {
                 false
             }
             Change::Init => {
-                self.relist = Some(HashMap::new());
+                self.relist = Some(FastMap::default());
                 false
             }
             Change::InitApply(key, object) => {
-                let relist = self.relist.get_or_insert_with(HashMap::new);
+                let relist = self.relist.get_or_insert_with(FastMap::default);
                 match object {
                     Some(object) => {
                         // An object listed as it is stored keeps the stored projection, so

@@ -9,6 +9,10 @@
 
 use compact_str::CompactString;
 use std::collections::{BTreeSet, HashMap};
+
+/// The hash map of the stores and their indexes: keyed by names the API server gave, hashed
+/// on every event, so with a fast hasher rather than the default DoS-resistant one.
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 use std::fmt;
 use std::hash::Hash;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -87,7 +91,7 @@ struct IndexEntries<P, I> {
     index_fn: Box<IndexFn<P, I>>,
     // Only written while the store's write lock is held and read while its read lock is held;
     // its own lock exists because the store cannot name `I`.
-    keys: RwLock<HashMap<I, BTreeSet<ObjectKey>>>,
+    keys: RwLock<FastMap<I, BTreeSet<ObjectKey>>>,
 }
 
 impl<P, I> Maintain<P> for IndexEntries<P, I>
@@ -178,7 +182,7 @@ impl<P> fmt::Debug for Store<P> {
 }
 
 struct StoreInner<P> {
-    objects: HashMap<ObjectKey, Arc<P>>,
+    objects: FastMap<ObjectKey, Arc<P>>,
     indexes: Vec<Arc<dyn Maintain<P>>>,
 }
 
@@ -186,7 +190,7 @@ impl<P> Default for Store<P> {
     fn default() -> Self {
         Self {
             inner: Arc::new(RwLock::new(StoreInner {
-                objects: HashMap::new(),
+                objects: FastMap::default(),
                 indexes: Vec::new(),
             })),
             relist: Arc::new(tokio::sync::Notify::new()),
@@ -264,7 +268,7 @@ impl<P: Send + Sync + 'static> Store<P> {
     {
         let entries = Arc::new(IndexEntries {
             index_fn: Box::new(index_fn),
-            keys: RwLock::new(HashMap::new()),
+            keys: RwLock::new(FastMap::default()),
         });
         let mut inner = write(&self.inner);
         for (key, object) in &inner.objects {
@@ -300,7 +304,7 @@ impl<P: Send + Sync + 'static> Store<P> {
     /// Replaces the whole content with `listed` under one write lock, so that readers never
     /// see a re-list half applied, and reports what changed. Objects equal to the stored ones
     /// keep their stored `Arc`. Each list in the result is ordered by key.
-    pub(crate) fn replace(&self, listed: HashMap<ObjectKey, Arc<P>>) -> Replaced<P>
+    pub(crate) fn replace(&self, listed: FastMap<ObjectKey, Arc<P>>) -> Replaced<P>
     where
         P: PartialEq,
     {

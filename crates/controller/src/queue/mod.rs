@@ -31,6 +31,10 @@ pub mod backoff;
 pub mod metrics;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+/// The queue's sets are hashed on every add and every get: with a fast hasher (the keys are
+/// names the API server gave).
+type Fast = foldhash::fast::RandomState;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -139,18 +143,18 @@ struct State<K> {
     /// Keys ready to be handed out, in order.
     ready: VecDeque<K>,
     /// Keys that need processing: those in `ready` and those re-added while processing.
-    dirty: HashSet<K>,
+    dirty: HashSet<K, Fast>,
     /// Keys handed to a worker and not yet done, with the instant they were handed out and
     /// their `changed_since`, until the worker takes it.
-    processing: HashMap<K, (Instant, Option<Instant>)>,
+    processing: HashMap<K, (Instant, Option<Instant>), Fast>,
     /// When each dirty key was first added, for the queue-duration histogram.
-    added_at: HashMap<K, Instant>,
+    added_at: HashMap<K, Instant, Fast>,
     /// For each key, when the earliest change not yet handed to a worker asked for it (the
     /// first `add` or `add_after` call since it was last handed out, not when a delay ran
     /// out): where the latency SLI starts.
-    changed_since: HashMap<K, Instant>,
+    changed_since: HashMap<K, Instant, Fast>,
     /// Delayed keys: the earliest instant each is due, and its entry in `timers`.
-    waiting: HashMap<K, (Instant, u64)>,
+    waiting: HashMap<K, (Instant, u64), Fast>,
     /// Delayed keys ordered by due instant; the sequence number keeps equal instants in
     /// insertion order.
     timers: BTreeMap<(Instant, u64), K>,
@@ -191,11 +195,11 @@ impl<K: QueueKey> WorkQueue<K> {
                 name: config.name,
                 state: Mutex::new(State {
                     ready: VecDeque::new(),
-                    dirty: HashSet::new(),
-                    processing: HashMap::new(),
-                    added_at: HashMap::new(),
-                    changed_since: HashMap::new(),
-                    waiting: HashMap::new(),
+                    dirty: HashSet::default(),
+                    processing: HashMap::default(),
+                    added_at: HashMap::default(),
+                    changed_since: HashMap::default(),
+                    waiting: HashMap::default(),
                     timers: BTreeMap::new(),
                     next_seq: 0,
                     shutting_down: false,

@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// Distinct values of `T`, each handed out as one shared `Arc`.
 #[derive(Debug)]
 pub struct Interner<T: ?Sized> {
-    values: HashSet<Arc<T>>,
+    values: HashSet<Arc<T>, foldhash::fast::RandomState>,
     /// How many values were still in use after the last sweep.
     kept: usize,
 }
@@ -23,7 +23,7 @@ pub struct Interner<T: ?Sized> {
 impl<T: ?Sized> Default for Interner<T> {
     fn default() -> Self {
         Self {
-            values: HashSet::new(),
+            values: HashSet::default(),
             kept: 0,
         }
     }
