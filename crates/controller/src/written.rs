@@ -34,41 +34,7 @@ pub async fn write<K: Writable>(
     object: &K,
     wire: &Negotiated,
 ) -> kube::Result<K> {
-    // Slices and Endpoints keep what they send, to recognise it when it comes back on the
-    // watch (see `wire::sent`). It is kept before it goes out, since the echo can come before
-    // the answer; a slice created under a generated name cannot be, and is decoded as ever.
-    let meta = object.meta();
-    let named = match (&meta.namespace, &meta.name) {
-        (Some(namespace), Some(name)) if K::KEEPS_SENT => Some((namespace.as_str(), name.as_str())),
-        _ => None,
-    };
-    let keep = |body: &[u8], message: K::Full| {
-        if let Some((namespace, name)) = named {
-            if let Ok(sealed) = envelope::open(bytes::Bytes::copy_from_slice(body)) {
-                K::keep_sent(namespace, name, &sealed.raw, message);
-            }
-        }
-    };
-    let keep: objects::Keep<'_, K> = &keep;
-    let written = objects::write(
-        api,
-        how,
-        object,
-        &post_params(),
-        wire,
-        metadata_of,
-        named.map(|_| keep),
-    )
-    .await;
-    let metadata = match written {
-        Ok(metadata) => metadata,
-        Err(error) => {
-            if let Some((namespace, name)) = named {
-                K::forget_sent(namespace, name);
-            }
-            return Err(error);
-        }
-    };
+    let metadata = objects::write(api, how, object, &post_params(), wire, metadata_of).await?;
     let mut written = K::default();
     *written.meta_mut() = metadata;
     Ok(written)

@@ -15,7 +15,6 @@
 //! JSON stays available: `--kube-api-content-type=application/json` asks for it, and an API
 //! server that refuses protobuf (406 or 415) gets JSON from then on.
 
-pub mod canonical;
 pub mod envelope;
 pub(crate) mod exchange;
 pub mod kinds;
@@ -23,7 +22,6 @@ pub mod list;
 pub mod objects;
 #[cfg(test)]
 mod recordings;
-pub mod sent;
 pub mod status;
 pub mod watcher;
 

@@ -26,7 +26,7 @@ pub async fn get_opt<K: WholeObject>(
     wire: &Negotiated,
 ) -> kube::Result<Option<K>> {
     let request = |_| Request::new(api.resource_url()).get(name, &Default::default());
-    match send(api, wire, "get", None, &request, whole, None).await {
+    match send(api, wire, "get", None, &request, whole).await {
         Ok(object) => Ok(Some(object)),
         Err(Error::Api(status)) if status.code == 404 => Ok(None),
         Err(error) => Err(error),
@@ -40,7 +40,7 @@ pub async fn create<K: WholeObject>(
     params: &PostParams,
     wire: &Negotiated,
 ) -> kube::Result<K> {
-    write(api, Write::Create, object, params, wire, whole, None).await
+    write(api, Write::Create, object, params, wire, whole).await
 }
 
 /// Replaces the object `name` with `object`; returns it as stored.
@@ -51,16 +51,7 @@ pub async fn replace<K: WholeObject>(
     params: &PostParams,
     wire: &Negotiated,
 ) -> kube::Result<K> {
-    write(
-        api,
-        Write::Replace { name },
-        object,
-        params,
-        wire,
-        whole,
-        None,
-    )
-    .await
+    write(api, Write::Replace { name }, object, params, wire, whole).await
 }
 
 /// A write of an object with a body.
@@ -75,11 +66,7 @@ pub enum Write<'a> {
     },
 }
 
-/// Told of a protobuf body before it is sent, with the message it encodes.
-pub(crate) type Keep<'a, K> = &'a (dyn Fn(&[u8], <K as WriteKind>::Full) + Sync);
-
-/// Sends `object` by `how`, and reads the answer with `read`. `keep` is handed a protobuf
-/// body and its message before they go out (for [`WriteKind::keep_sent`]).
+/// Sends `object` by `how`, and reads the answer with `read`.
 pub(crate) async fn write<K, T>(
     api: &Api<K>,
     how: Write<'_>,
@@ -87,13 +74,12 @@ pub(crate) async fn write<K, T>(
     params: &PostParams,
     wire: &Negotiated,
     read: impl Fn(bool, Bytes) -> kube::Result<T> + Sync,
-    keep: Option<Keep<'_, K>>,
 ) -> kube::Result<T>
 where
     K: Resource + WriteKind + Serialize + Clone,
 {
     let request = |body| how.request(api, params, body);
-    send(api, wire, how.verb(), Some(object), &request, read, keep).await
+    send(api, wire, how.verb(), Some(object), &request, read).await
 }
 
 impl Write<'_> {
@@ -126,7 +112,7 @@ type Build<'a> =
 
 /// Sends the request `build` makes, with `object` as its body (or none) in the negotiated
 /// encoding, falling back to JSON once if the server refuses protobuf, and reads the answer
-/// with `read`, told whether it came in protobuf. `keep` sees a protobuf body first.
+/// with `read`, told whether it came in protobuf.
 async fn send<K: Resource + WriteKind + Serialize + Clone, T>(
     api: &Api<K>,
     wire: &Negotiated,
@@ -134,22 +120,15 @@ async fn send<K: Resource + WriteKind + Serialize + Clone, T>(
     object: Option<&K>,
     build: Build<'_>,
     read: impl Fn(bool, Bytes) -> kube::Result<T> + Sync,
-    keep: Option<Keep<'_, K>>,
 ) -> kube::Result<T> {
     let client = api.clone().into_client();
     exchange::negotiated(wire, |encoding| {
         let (client, read) = (&client, &read);
         async move {
-            let body = match (object, encoding, keep) {
-                (None, _, _) => Vec::new(),
-                (Some(object), Encoding::Protobuf, Some(keep)) => {
-                    let message = object.to_message();
-                    let body = envelope::seal(K::API_VERSION, K::KIND, &message);
-                    keep(&body, message);
-                    body
-                }
-                (Some(object), Encoding::Protobuf, None) => object.to_body(),
-                (Some(object), Encoding::Json, _) => {
+            let body = match (object, encoding) {
+                (None, _) => Vec::new(),
+                (Some(object), Encoding::Protobuf) => object.to_body(),
+                (Some(object), Encoding::Json) => {
                     serde_json::to_vec(object).map_err(Error::SerdeError)?
                 }
             };

@@ -480,33 +480,3 @@ async fn dual_stack_service_endpoints_use_the_first_ip_family() -> anyhow::Resul
         .run_to_end()
         .await
 }
-
-/// The controller's own writes come back on its watch and are taken from what it sent (see
-/// `controller::wire::sent`) instead of being decoded again; the objects it then holds are
-/// the ones the plan expects.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn our_own_writes_coming_back_are_recognised_not_decoded() -> anyhow::Result<()> {
-    let before = controller::wire::kinds::recognised_echoes();
-    Scenario::web([
-        web_pod("web-1", "10.0.0.1"),
-        web_pod("web-2", "10.0.0.2").ready(false),
-    ])
-    .start(endpoints_only())
-    .endpoints(
-        "web",
-        "web-1 ready, web-2 not",
-        addresses_are(&["10.0.0.1"], &["10.0.0.2"]),
-    )
-    .pod_ready("web-2")
-    .endpoints(
-        "web",
-        "both ready",
-        addresses_are(&["10.0.0.1", "10.0.0.2"], &[]),
-    )
-    .planned_endpoints("web")
-    .run()
-    .await?;
-    // The second write needed the first one's echo in the cache.
-    assert!(controller::wire::kinds::recognised_echoes() > before);
-    Ok(())
-}

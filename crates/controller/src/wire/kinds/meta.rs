@@ -143,21 +143,6 @@ pub(crate) fn object_meta_to_pb(m: &ObjectMeta) -> pb::ObjectMeta {
 }
 
 /// `core.v1.ObjectReference` (an endpoint's `targetRef`): plain strings throughout.
-/// An `ObjectReference`'s canonical form (see [`crate::wire::canonical`]): its seven fields
-/// are plain Go strings, empty read as absent.
-pub(crate) static REFERENCE: crate::wire::canonical::Shape = {
-    use crate::wire::canonical::{Rule::Plain, Shape};
-    Shape(&[
-        (1, Plain),
-        (2, Plain),
-        (3, Plain),
-        (4, Plain),
-        (5, Plain),
-        (6, Plain),
-        (7, Plain),
-    ])
-};
-
 pub(crate) fn object_reference(r: pb_core::ObjectReference) -> ObjectReference {
     ObjectReference {
         api_version: plain(r.api_version),

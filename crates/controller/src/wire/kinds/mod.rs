@@ -47,12 +47,6 @@ pub trait WireKind: k8s_openapi::Resource + Sized {
     }
 }
 
-/// How many slices and Endpoints objects coming in were recognised as our own writes and
-/// taken from what was sent instead of decoded (see [`super::sent`]), in this process.
-pub fn recognised_echoes() -> u64 {
-    discovery::recognised() + endpoints::recognised()
-}
-
 /// A kind the controllers write in protobuf.
 pub trait WriteKind: WireKind {
     /// Kubernetes' complete message of the kind.
@@ -65,16 +59,6 @@ pub trait WriteKind: WireKind {
     fn to_body(&self) -> Vec<u8> {
         super::envelope::seal(Self::API_VERSION, Self::KIND, &self.to_message())
     }
-
-    /// Whether the kind keeps what it sends until it comes back (see [`super::sent`]).
-    const KEEPS_SENT: bool = false;
-
-    /// Keeps `message`, about to be sent encoded as `raw` (the envelope's object), for the
-    /// object `namespace`/`name`. Only kinds that keep what they send do anything.
-    fn keep_sent(_namespace: &str, _name: &str, _raw: &[u8], _message: Self::Full) {}
-
-    /// Drops what was kept for `namespace`/`name`: the write failed.
-    fn forget_sent(_namespace: &str, _name: &str) {}
 }
 
 /// A plain Go field's value: empty reads as absent, as its JSON leaves it out.
