@@ -54,6 +54,28 @@ pub fn pod_reference(pod: &PodInfo) -> ObjectReference {
     }
 }
 
+/// Whether two references are equal in every field but `resourceVersion`, which both
+/// controllers leave out of their comparisons. Compared in place: a sync compares the
+/// reference of every endpoint or address it reads.
+pub fn same_reference(a: &ObjectReference, b: &ObjectReference) -> bool {
+    // Every field named, so that a field the type gains must be decided on here.
+    let ObjectReference {
+        api_version,
+        field_path,
+        kind,
+        name,
+        namespace,
+        resource_version: _,
+        uid,
+    } = a;
+    *api_version == b.api_version
+        && *field_path == b.field_path
+        && *kind == b.kind
+        && *name == b.name
+        && *namespace == b.namespace
+        && *uid == b.uid
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,10 +6,11 @@ use crate::endpoints::truncate::truncate;
 use crate::endpoints::{MAX_ADDRESSES, OVER_CAPACITY};
 use crate::kube_version::VersionRules;
 use crate::labels::{endpoints_labels, ENDPOINTS_MANAGED_BY, HEADLESS};
+use crate::pod_rules::same_reference;
 use crate::projection::{PodInfo, ServiceInfo};
 use crate::trigger_time::{self, ANNOTATION};
 use crate::Timestamp;
-use k8s_openapi::api::core::v1::{EndpointAddress, EndpointSubset, Endpoints, ObjectReference};
+use k8s_openapi::api::core::v1::{EndpointAddress, EndpointSubset, Endpoints};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
 
@@ -188,23 +189,7 @@ fn address_eq(a: &EndpointAddress, b: &EndpointAddress) -> bool {
     } = a;
     let ref_eq = match (target_ref, &b.target_ref) {
         (None, None) => true,
-        (Some(r), Some(s)) => {
-            let ObjectReference {
-                api_version,
-                field_path,
-                kind,
-                name,
-                namespace,
-                resource_version: _,
-                uid,
-            } = r;
-            *api_version == s.api_version
-                && *field_path == s.field_path
-                && *kind == s.kind
-                && *name == s.name
-                && *namespace == s.namespace
-                && *uid == s.uid
-        }
+        (Some(r), Some(s)) => same_reference(r, s),
         _ => false,
     };
     ref_eq && *ip == b.ip && *hostname == b.hostname && *node_name == b.node_name

@@ -3,10 +3,9 @@
 
 use crate::address_family::AddressType;
 use crate::ip::parse_sloppy;
-use crate::pod_rules::{pod_reference, publishes_hostname};
+use crate::pod_rules::{pod_reference, publishes_hostname, same_reference};
 use crate::projection::{PodInfo, ServiceInfo};
 use crate::slice::{MissingNode, NodeZones};
-use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions};
 
 /// Builds the endpoint for a pod: its addresses of the family in canonical form (sorted),
@@ -101,30 +100,9 @@ pub fn equal_beyond_key(a: &Endpoint, b: &Endpoint) -> bool {
         && a.zone == b.zone
         && conditions(a) == conditions(b)
         && match (&a.target_ref, &b.target_ref) {
-            (Some(a), Some(b)) => same_but_resource_version(a, b),
+            (Some(a), Some(b)) => same_reference(a, b),
             (a, b) => a.is_none() && b.is_none(),
         }
-}
-
-/// Two references equal in every field but `resourceVersion`, compared in place (a sync
-/// compares every endpoint of every slice it reads).
-fn same_but_resource_version(a: &ObjectReference, b: &ObjectReference) -> bool {
-    // Every field named, so that a field the type gains must be decided on here.
-    let ObjectReference {
-        api_version,
-        field_path,
-        kind,
-        name,
-        namespace,
-        resource_version: _,
-        uid,
-    } = a;
-    *api_version == b.api_version
-        && *field_path == b.field_path
-        && *kind == b.kind
-        && *name == b.name
-        && *namespace == b.namespace
-        && *uid == b.uid
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 use super::*;
 use crate::kube_version::{KubeVersion, VersionRules};
 use crate::testing::{pod, service, service_port, three_port_service, ts, PodBuilder};
+use k8s_openapi::api::core::v1::ObjectReference;
 
 fn plan(svc: &ServiceInfo, pods: &[PodInfo], current: Option<&Endpoints>) -> EndpointsPlan {
     plan_following(KubeVersion::NEWEST, svc, pods, current)
