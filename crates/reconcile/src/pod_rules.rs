@@ -54,10 +54,14 @@ pub fn pod_reference(pod: &PodInfo) -> ObjectReference {
     }
 }
 
-/// Whether two references are equal in every field but `resourceVersion`, which both
-/// controllers leave out of their comparisons. Compared in place: a sync compares the
-/// reference of every endpoint or address it reads.
-pub fn same_reference(a: &ObjectReference, b: &ObjectReference) -> bool {
+/// Whether two optional references are equal in every field but `resourceVersion`, which
+/// both controllers leave out of their comparisons (two absent ones are equal). Compared in
+/// place: a sync compares the reference of every endpoint or address it reads.
+pub fn same_reference(a: Option<&ObjectReference>, b: Option<&ObjectReference>) -> bool {
+    let (a, b) = match (a, b) {
+        (Some(a), Some(b)) => (a, b),
+        (a, b) => return a.is_none() && b.is_none(),
+    };
     // Every field named, so that a field the type gains must be decided on here.
     let ObjectReference {
         api_version,

@@ -187,12 +187,10 @@ fn address_eq(a: &EndpointAddress, b: &EndpointAddress) -> bool {
         node_name,
         target_ref,
     } = a;
-    let ref_eq = match (target_ref, &b.target_ref) {
-        (None, None) => true,
-        (Some(r), Some(s)) => same_reference(r, s),
-        _ => false,
-    };
-    ref_eq && *ip == b.ip && *hostname == b.hostname && *node_name == b.node_name
+    same_reference(target_ref.as_ref(), b.target_ref.as_ref())
+        && *ip == b.ip
+        && *hostname == b.hostname
+        && *node_name == b.node_name
 }
 
 /// False when the object holds more addresses than allowed (it must be truncated), or when

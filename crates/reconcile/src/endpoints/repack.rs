@@ -17,14 +17,16 @@ use std::collections::BTreeMap;
 
 type AddressKey = (String, String);
 
+/// An address's identity: its IP and its pod's UID (empty without one).
+fn address_id(a: &EndpointAddress) -> (&str, &str) {
+    let uid = a.target_ref.as_ref().and_then(|t| t.uid.as_deref());
+    (a.ip.as_str(), uid.unwrap_or_default())
+}
+
+/// [`address_id`], owned, for sorting by a cached key.
 fn address_key(a: &EndpointAddress) -> AddressKey {
-    (
-        a.ip.clone(),
-        a.target_ref
-            .as_ref()
-            .and_then(|t| t.uid.clone())
-            .unwrap_or_default(),
-    )
+    let (ip, uid) = address_id(a);
+    (ip.to_owned(), uid.to_owned())
 }
 
 /// Builds the canonical subsets, their ports sorted by `hash`.
@@ -112,19 +114,15 @@ pub fn repack(items: Vec<AddressOnPort>, hash: OrderHash) -> Vec<EndpointSubset>
 /// Each item's address as its rank among the distinct addresses in (IP, UID) order: the
 /// repacker groups and sorts these numbers instead of copies of the strings.
 fn address_ranks(items: &[AddressOnPort]) -> Vec<usize> {
-    fn key(a: &AddressOnPort) -> (&str, &str) {
-        let uid = a.address.target_ref.as_ref().and_then(|t| t.uid.as_deref());
-        (a.address.ip.as_str(), uid.unwrap_or_default())
-    }
-    let mut distinct: Vec<(&str, &str)> = items.iter().map(key).collect();
+    let mut distinct: Vec<(&str, &str)> = items.iter().map(|i| address_id(&i.address)).collect();
     distinct.sort_unstable();
     distinct.dedup();
     items
         .iter()
         .map(|item| {
-            let k = key(item);
             // Always found: `distinct` holds every item's key.
-            distinct.binary_search(&k).unwrap_or_else(|at| at)
+            let id = address_id(&item.address);
+            distinct.binary_search(&id).unwrap_or_else(|at| at)
         })
         .collect()
 }

@@ -99,10 +99,7 @@ pub fn equal_beyond_key(a: &Endpoint, b: &Endpoint) -> bool {
     a.node_name == b.node_name
         && a.zone == b.zone
         && conditions(a) == conditions(b)
-        && match (&a.target_ref, &b.target_ref) {
-            (Some(a), Some(b)) => same_reference(a, b),
-            (a, b) => a.is_none() && b.is_none(),
-        }
+        && same_reference(a.target_ref.as_ref(), b.target_ref.as_ref())
 }
 
 #[cfg(test)]
