@@ -6,11 +6,11 @@
 //! both are checked against the full selector afterwards. The indexes are kept by informer
 //! handlers that run before any handler that queues work, so a queued sync sees them.
 
-use crate::informer::store::ObjectKey;
+use crate::informer::store::{FastMap, ObjectKey};
 use crate::informer::Handler;
 use compact_str::CompactString;
 use reconcile::projection::{LabelSet, PodInfo, ServiceInfo};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 
 /// `(namespace, key, value)`. Short texts stay inline, so building a pair to look one up (on
@@ -21,7 +21,7 @@ type Pair = (CompactString, CompactString, CompactString);
 /// name alone (half the bytes of a namespace-and-name key, once per pod and label).
 #[derive(Default)]
 struct PairIndex {
-    by_pair: HashMap<Pair, BTreeSet<CompactString>, foldhash::fast::RandomState>,
+    by_pair: FastMap<Pair, BTreeSet<CompactString>>,
 }
 
 impl PairIndex {

@@ -9,13 +9,13 @@
 
 use compact_str::CompactString;
 use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::hash::Hash;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The hash map of the stores and their indexes: keyed by names the API server gave, hashed
 /// on every event, so with a fast hasher rather than the default DoS-resistant one.
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
-use std::fmt;
-use std::hash::Hash;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Where an object lives: its namespace (empty for cluster-scoped kinds such as Node) and
 /// its name. Orders by namespace, then name. Both are kept inline when they fit in 24 bytes, as

@@ -31,10 +31,6 @@ pub mod backoff;
 pub mod metrics;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-
-/// The queue's sets are hashed on every add and every get: with a fast hasher (the keys are
-/// names the API server gave).
-type Fast = foldhash::fast::RandomState;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -42,6 +38,10 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+/// The queue's sets are hashed on every add and every get: with a fast hasher (the keys are
+/// names the API server gave).
+type Fast = foldhash::fast::RandomState;
 
 pub use backoff::{BackoffConfig, RateLimiter};
 pub use metrics::{Progress, QueueMetrics};
