@@ -2,7 +2,7 @@
 //! and syncs read: pods and services by label pair, slices by (namespace, service name).
 
 use crate::informer::store::{Index, ObjectKey, Store};
-use crate::informer::{Handler, Informer, Synced};
+use crate::informer::{Echoes, Handler, Informer, Synced};
 use crate::migration_guard::ManagedFieldsTap;
 use k8s_openapi::api::core::v1::{Endpoints, Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -32,6 +32,10 @@ pub struct Stores {
     pub endpoints: Store<StoredEndpoints>,
     /// Pods by label pair, Services by selector pair.
     pub labels: crate::label_index::LabelIndex,
+    /// The slices we wrote whose echo the slice informer awaits.
+    pub slice_echoes: Echoes<StoredSlice>,
+    /// The Endpoints objects we wrote whose echo the Endpoints informer awaits.
+    pub endpoints_echoes: Echoes<StoredEndpoints>,
 }
 
 impl Stores {
@@ -216,6 +220,10 @@ impl Informers {
             let tap = tap.clone();
             move |e: Endpoints| Some(Arc::new(StoredEndpoints::new(tap.stripped(e))))
         });
+        let slice_echoes = Echoes::new(slices.store());
+        let endpoints_echoes = Echoes::new(endpoints.store());
+        let slices = slices.with_echoes(Echoes::clone(&slice_echoes));
+        let endpoints = endpoints.with_echoes(Echoes::clone(&endpoints_echoes));
         let slice_store = slices.store();
         let stores = Stores {
             pods: pods.store(),
@@ -228,6 +236,8 @@ impl Informers {
             slices: slice_store,
             endpoints: endpoints.store(),
             labels: crate::label_index::LabelIndex::default(),
+            slice_echoes,
+            endpoints_echoes,
         };
         Self {
             pods,

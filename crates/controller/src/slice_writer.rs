@@ -4,6 +4,8 @@
 //! records it in its tracker and its `changes` metric; the first failure ends the run.
 
 use crate::api_errors::{is_namespace_terminating, is_not_found};
+use crate::informer::echoes::Flight;
+use crate::informer::{Echoes, ObjectKey};
 use crate::metrics::SliceTotals;
 use crate::wire::objects::Write;
 use crate::worker::SyncError;
@@ -77,15 +79,19 @@ fn name(slice: &EndpointSlice) -> &str {
 pub async fn write_in_order(
     api: &Api<EndpointSlice>,
     wire: &crate::wire::Negotiated,
+    echoes: &Echoes<StoredSlice>,
     key: &ServiceKey,
     writes: Writes<'_>,
     mut record: impl FnMut(Change<'_>),
 ) -> Outcome {
     let mut outcome = Outcome::default();
     for slice in writes.create {
+        // Named by the server: its echo is recognised once the answer is read.
+        let flight = echoes.sending(None);
         match crate::written::write(api, Write::Create, slice, wire).await {
             Ok(created) => {
                 record(Change::Created(&created));
+                awaits_echo(flight, slice, &created);
                 outcome.changed += 1;
             }
             Err(e) if is_namespace_terminating(&e) => return outcome,
@@ -96,9 +102,11 @@ pub async fn write_in_order(
         }
     }
     for slice in writes.update {
+        let flight = echoes.sending(Some(ObjectKey::new(&key.namespace, name(slice))));
         match crate::written::write(api, Write::Replace { name: name(slice) }, slice, wire).await {
             Ok(updated) => {
                 record(Change::Updated(&updated));
+                awaits_echo(flight, slice, &updated);
                 outcome.changed += 1;
             }
             Err(e) => {
@@ -121,6 +129,14 @@ pub async fn write_in_order(
         }
     }
     outcome
+}
+
+/// Leaves what the slice informer will hold of `sent`, as the server `answer`ed it, for its
+/// echo (see [`crate::informer::echoes`]).
+fn awaits_echo(flight: Flight<'_, StoredSlice>, sent: &EndpointSlice, answer: &EndpointSlice) {
+    flight.written(&sent.metadata, &answer.metadata, |metadata| {
+        StoredSlice::written(sent, metadata)
+    });
 }
 
 /// Deletes one slice: `true` when this call deleted it, `false` when it was already gone.

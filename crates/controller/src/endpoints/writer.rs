@@ -4,6 +4,8 @@
 use super::EndpointsController;
 use crate::api_errors::{is_already_exists, is_namespace_terminating, is_not_found};
 use crate::events::Involved;
+use crate::informer::echoes::Flight;
+use crate::informer::ObjectKey;
 use crate::stale_cache::is_conflict;
 use crate::wire::objects::Write;
 use crate::worker::SyncError;
@@ -12,6 +14,7 @@ use kube::api::DeleteParams;
 use kube::Api;
 use reconcile::event::PlannedEvent;
 use reconcile::keys::ServiceKey;
+use reconcile::projection::StoredEndpoints;
 
 /// An update that went through: the resourceVersion the object had and the one it has now.
 pub(super) struct Replaced {
@@ -59,6 +62,12 @@ impl EndpointsController {
         Self::write_error(key, verb, source)
     }
 
+    /// Notes a write of the Service's Endpoints on its way (see [`crate::informer::echoes`]).
+    fn sending(&self, key: &ServiceKey) -> Flight<'_, StoredEndpoints> {
+        let object = ObjectKey::new(&key.namespace, &key.name);
+        self.parts.stores.endpoints_echoes.sending(Some(object))
+    }
+
     /// Deletes the Endpoints of a Service that is gone (already gone is fine); says whether
     /// there was one to delete.
     pub(super) async fn delete(&self, key: &ServiceKey) -> Result<bool, SyncError> {
@@ -80,8 +89,12 @@ impl EndpointsController {
         key: &ServiceKey,
         object: &Endpoints,
     ) -> Result<bool, SyncError> {
+        let flight = self.sending(key);
         match crate::written::write(&self.api(key), Write::Create, object, &self.parts.wire).await {
-            Ok(_) => Ok(true),
+            Ok(created) => {
+                awaits_echo(flight, object, &created);
+                Ok(true)
+            }
             // Creates keep failing while the namespace terminates: drop the work quietly.
             Err(e) if is_namespace_terminating(&e) => Ok(false),
             // Our own earlier create has not reached the cache yet: retry once it has, rather
@@ -105,6 +118,7 @@ impl EndpointsController {
         object: &Endpoints,
     ) -> Result<Replaced, SyncError> {
         let sent_rv = object.metadata.resource_version.clone().unwrap_or_default();
+        let flight = self.sending(key);
         let result = crate::written::write(
             &self.api(key),
             Write::Replace { name: &key.name },
@@ -129,16 +143,27 @@ impl EndpointsController {
             }
         }
         match result {
-            Ok(updated) => Ok(Replaced {
-                old_rv: current
-                    .and_then(|c| c.metadata.resource_version.clone())
-                    .unwrap_or_default(),
-                new_rv: updated.metadata.resource_version.unwrap_or_default(),
-            }),
+            Ok(updated) => {
+                awaits_echo(flight, object, &updated);
+                Ok(Replaced {
+                    old_rv: current
+                        .and_then(|c| c.metadata.resource_version.clone())
+                        .unwrap_or_default(),
+                    new_rv: updated.metadata.resource_version.unwrap_or_default(),
+                })
+            }
             Err(e) => {
                 let message = format!("Failed to update endpoint {key}: {e}");
                 Err(self.failed(key, "update", "FailedToUpdateEndpoint", message, e))
             }
         }
     }
+}
+
+/// Leaves what the Endpoints informer will hold of `sent`, as the server `answer`ed it, for
+/// its echo.
+fn awaits_echo(flight: Flight<'_, StoredEndpoints>, sent: &Endpoints, answer: &Endpoints) {
+    flight.written(&sent.metadata, &answer.metadata, |metadata| {
+        StoredEndpoints::written(sent, metadata)
+    });
 }

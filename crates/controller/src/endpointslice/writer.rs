@@ -44,11 +44,15 @@ impl EndpointSliceController {
                 update: &batch.update,
                 delete: &batch.delete,
             };
-            let outcome =
-                slice_writer::write_in_order(&api, &self.parts.wire, key, writes, |change| {
-                    self.record(change)
-                })
-                .await;
+            let outcome = slice_writer::write_in_order(
+                &api,
+                &self.parts.wire,
+                &self.parts.stores.slice_echoes,
+                key,
+                writes,
+                |change| self.record(change),
+            )
+            .await;
             written.changed += outcome.changed;
             written.errors.extend(outcome.error);
         }

@@ -11,6 +11,7 @@
 //! controllers may start their workers; [`Progress`] how far the informer has caught up with
 //! the server since.
 
+pub mod echoes;
 pub mod progress;
 pub mod relist;
 pub mod resource_versions;
@@ -29,11 +30,14 @@ use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
+pub use echoes::Echoes;
+use echoes::Recognised;
 pub use progress::Progress;
 pub use relist::{Applier, Change};
 pub use store::{Index, IndexFn, ObjectKey, Store};
 pub use watch_health::WatchHealth;
 
+use crate::wire::watcher::{Echo, Item, Recognise, Recognition};
 use crate::wire::{Negotiated, WireKind};
 use resource_versions::{NewestSeen, Order};
 
@@ -108,6 +112,7 @@ pub struct Informer<K, P> {
     synced: watch::Sender<bool>,
     health: Option<WatchHealth>,
     progress: Progress,
+    echoes: Option<Echoes<P>>,
 }
 
 impl<K, P> Informer<K, P>
@@ -133,6 +138,7 @@ where
             synced: watch::Sender::new(false),
             health: None,
             progress: Progress::new(K::group(&()), K::plural(&())),
+            echoes: None,
         }
     }
 
@@ -177,6 +183,17 @@ where
         let kind = K::kind(&()).into_owned();
         let mut config = self.config.clone();
         let bytes = self.health.as_ref().map(|h| h.bytes_of(&kind));
+        let recognise = self.echoes.clone().map(|echoes| -> Recognise {
+            Arc::new(move |namespace: &str, name: &str, version: &str| {
+                match echoes.recognise(namespace, name, version) {
+                    Recognised::Echo(key, projection) => {
+                        Recognition::Echo(Echo(Box::new((key, projection))))
+                    }
+                    Recognised::InFlight => Recognition::InFlight,
+                    Recognised::Unknown => Recognition::Unknown,
+                }
+            })
+        });
         let start = |config: &watcher::Config| {
             // Until the new watcher has listed, nothing is known to be applied.
             self.progress.forget();
@@ -188,6 +205,7 @@ where
                 encoding,
                 bytes.clone(),
                 self.progress.clone(),
+                recognise.clone(),
             );
             Box::pin(events.default_backoff())
         };
@@ -212,7 +230,36 @@ where
                 event = events.next() => event,
             };
             match event {
-                Some(Ok(event)) => {
+                Some(Ok(Item::Echo(Echo(echo), version, decoded))) => {
+                    contact_backoff.reset();
+                    if let Some(health) = &self.health {
+                        health.working(&kind);
+                    }
+                    if let Order::Backwards { newest, event } = newest.observe_echo(&version) {
+                        warn!(kind, newest, event, "resourceVersions went backwards (the server restarted with older state?); re-listing");
+                        if let Some(health) = &self.health {
+                            health.relisted_after_reset(&kind);
+                        }
+                        events = start(&config);
+                        continue;
+                    }
+                    if let Some(received) = &received {
+                        received.inc();
+                    }
+                    // Only this informer's own recogniser makes echoes, of its own projection.
+                    if let Ok(echo) = echo.downcast::<(ObjectKey, Arc<P>)>() {
+                        let (key, projection) = *echo;
+                        if let Some(decoded) = decoded {
+                            // Debug builds: what the writer left must be what decoding gives.
+                            assert!(
+                                (self.project)(decoded).is_some_and(|d| *d == *projection),
+                                "the echo of our write of {kind} {key} differs from the object the watch sent"
+                            );
+                        }
+                        applier.apply(Change::Apply(key, Some(projection)), &handler);
+                    }
+                }
+                Some(Ok(Item::Event(event))) => {
                     contact_backoff.reset();
                     if let Some(health) = &self.health {
                         health.working(&kind);
@@ -233,6 +280,9 @@ where
                     ) = (&received, &event)
                     {
                         received.inc();
+                    }
+                    if let Some(echoes) = &self.echoes {
+                        passed(echoes, &event);
                     }
                     let Some(change) = project_event(event, &*self.project, &kind) else {
                         continue;
@@ -297,6 +347,19 @@ where
             }
         }
         debug!(kind, "informer stopped");
+    }
+}
+
+impl<K, P> Informer<K, P>
+where
+    P: echoes::Versioned + Send + Sync + 'static,
+{
+    /// Applies the echoes of our own writes that `echoes` awaits without decoding them (see
+    /// [`echoes`]). `echoes` must be made on this informer's store.
+    #[must_use]
+    pub fn with_echoes(mut self, echoes: Echoes<P>) -> Self {
+        self.echoes = Some(echoes);
+        self
     }
 }
 
@@ -368,6 +431,23 @@ impl ContactBackoff {
 
     fn reset(&mut self) {
         self.0 = 0;
+    }
+}
+
+/// Tells `echoes` of an event the watch decoded: it may make an awaited echo stale.
+fn passed<K: Resource, P>(echoes: &Echoes<P>, event: &watcher::Event<K>) {
+    let (object, deleted) = match event {
+        watcher::Event::Apply(object) | watcher::Event::InitApply(object) => (object, false),
+        watcher::Event::Delete(object) => (object, true),
+        watcher::Event::Init | watcher::Event::InitDone => return,
+    };
+    if echoes.is_empty() {
+        return;
+    }
+    let meta = object.meta();
+    if let Some(name) = meta.name.as_deref() {
+        let key = ObjectKey::new(meta.namespace.as_deref().unwrap_or_default(), name);
+        echoes.passed(&key, meta.resource_version.as_deref(), deleted);
     }
 }
 

@@ -42,12 +42,17 @@ impl NewestSeen {
             watcher::Event::InitApply(object) => (object, false),
             watcher::Event::Apply(object) | watcher::Event::Delete(object) => (object, true),
         };
-        let Some(version) = object
-            .meta()
-            .resource_version
-            .as_deref()
-            .and_then(|v| v.parse::<u64>().ok())
-        else {
+        self.observe_version(object.meta().resource_version.as_deref(), ordered)
+    }
+
+    /// Takes in the resourceVersion of a watch event known without its object (the echo of
+    /// our own write).
+    pub fn observe_echo(&mut self, version: &str) -> Order {
+        self.observe_version(Some(version), true)
+    }
+
+    fn observe_version(&mut self, version: Option<&str>, ordered: bool) -> Order {
+        let Some(version) = version.and_then(|v| v.parse::<u64>().ok()) else {
             return Order::Fine;
         };
         match self.0 {

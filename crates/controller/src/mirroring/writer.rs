@@ -29,11 +29,15 @@ impl MirroringController {
             update: &plan.update,
             delete: &plan.delete,
         };
-        let outcome =
-            slice_writer::write_in_order(&self.api(key), &self.parts.wire, key, writes, |change| {
-                self.record(change)
-            })
-            .await;
+        let outcome = slice_writer::write_in_order(
+            &self.api(key),
+            &self.parts.wire,
+            &self.parts.stores.slice_echoes,
+            key,
+            writes,
+            |change| self.record(change),
+        )
+        .await;
         outcome.error.map_or(Ok(outcome.changed), Err)
     }
 

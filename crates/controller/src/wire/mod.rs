@@ -17,6 +17,7 @@
 
 pub mod envelope;
 pub(crate) mod exchange;
+pub mod identity;
 pub mod kinds;
 pub mod list;
 pub mod objects;

@@ -48,7 +48,8 @@ pub fn watcher<K>(
     encoding: Encoding,
     received: Option<prometheus::IntCounter>,
     progress: Progress,
-) -> impl Stream<Item = Result<Event<K>>>
+    recognise: Option<Recognise>,
+) -> impl Stream<Item = Result<Item<K>>>
 where
     K: Watched,
 {
@@ -58,6 +59,7 @@ where
         encoding,
         received,
         progress,
+        recognise,
     };
     let start = (context, State::Empty, None::<String>);
     futures::stream::unfold(start, |(context, mut state, reached)| async move {
@@ -82,10 +84,10 @@ where
 
 /// The resourceVersion the consumer has caught up to once it has handled `event` (after
 /// which the watcher is in `state`): that of a watch event, or of the list `InitDone` ends.
-fn reached_by<K>(event: &Result<Event<K>>, state: &State<K>) -> Option<String> {
+fn reached_by<K>(event: &Result<Item<K>>, state: &State<K>) -> Option<String> {
     match (event, state) {
         (
-            Ok(Event::Apply(_) | Event::Delete(_) | Event::InitDone),
+            Ok(Item::Event(Event::Apply(_) | Event::Delete(_) | Event::InitDone) | Item::Echo(..)),
             State::Watching {
                 resource_version, ..
             }
@@ -94,6 +96,44 @@ fn reached_by<K>(event: &Result<Event<K>>, state: &State<K>) -> Option<String> {
         _ => None,
     }
 }
+
+/// What the watcher yields: kube's events, and the watch events it took for echoes of our own
+/// writes without decoding them.
+pub enum Item<K> {
+    /// An event, decoded.
+    Event(Event<K>),
+    /// An ADDED or MODIFIED event that [`Recognise`] recognised, with what it gave for it
+    /// and the event's resourceVersion. Builds with debug assertions (the tests) decode the
+    /// object all the same and pass it along, for the informer to check the two agree.
+    Echo(Echo, String, Option<K>),
+}
+
+/// What [`Recognise`] gives for an event it recognised, for the informer that asked.
+pub struct Echo(pub Box<dyn std::any::Any + Send>);
+
+/// Tells, from the namespace, name and resourceVersion of a watch event's object alone,
+/// whether it is the echo of our own write, and gives what stands in for it (see
+/// `crate::informer::echoes`). Asked in protobuf only, of events after the first list.
+pub type Recognise = std::sync::Arc<Recogniser>;
+
+/// The function behind [`Recognise`]: namespace, name and resourceVersion in.
+pub type Recogniser = dyn Fn(&str, &str, &str) -> Recognition + Send + Sync;
+
+/// What [`Recognise`] says of an event.
+pub enum Recognition {
+    /// The echo of our write, and what stands in for it.
+    Echo(Echo),
+    /// Not known as an echo yet, but a write of the object is on its way: its answer may be
+    /// read as soon as the runtime runs the tasks already woken.
+    InFlight,
+    /// Decode it.
+    Unknown,
+}
+
+/// How many times the watch lets the runtime run other tasks before it decodes an event for
+/// an object whose write is on its way. Each time, the runtime polls for I/O and runs what
+/// is woken: the write's answer, when it has arrived, is read by then.
+const IN_FLIGHT_YIELDS: usize = 3;
 
 /// What the watcher needs of a kind: both encodings.
 pub trait Watched:
@@ -111,6 +151,7 @@ struct Context {
     encoding: Encoding,
     received: Option<prometheus::IntCounter>,
     progress: Progress,
+    recognise: Option<Recognise>,
 }
 
 impl Context {
@@ -144,7 +185,7 @@ enum State<K> {
 async fn step<K: Watched>(
     context: &Context,
     state: State<K>,
-) -> (Option<Result<Event<K>>>, State<K>) {
+) -> (Option<Result<Item<K>>>, State<K>) {
     let config = &context.config;
     match state {
         State::Empty => {
@@ -163,12 +204,12 @@ async fn step<K: Watched>(
                     objects,
                     resource_version,
                 };
-                return (Some(Ok(Event::InitApply(object))), state);
+                return (Some(Ok(Item::Event(Event::InitApply(object)))), state);
             }
             if let (None, Some(resource_version)) = (&continue_token, &resource_version) {
                 let resource_version = resource_version.clone();
                 return (
-                    Some(Ok(Event::InitDone)),
+                    Some(Ok(Item::Event(Event::InitDone))),
                     State::InitListed { resource_version },
                 );
             }
@@ -193,18 +234,28 @@ async fn step<K: Watched>(
         }
         State::InitialWatch { mut events } => match events.next::<K>().await {
             Some(Ok(Decoded::Object(kind, object))) if kind != "DELETED" => (
-                Some(Ok(Event::InitApply(object))),
+                Some(Ok(Item::Event(Event::InitApply(object)))),
                 State::InitialWatch { events },
             ),
             // A streaming list sends no deletes; nothing to apply.
             Some(Ok(Decoded::Object(..))) => (None, State::InitialWatch { events }),
+            // Echoes are recognised only after the initial events (`recognise` is set at
+            // their end); were one taken here, its object would be missing from the list.
+            Some(Ok(Decoded::Echo(..) | Decoded::InFlight(_))) => (
+                Some(Err(watcher::Error::WatchFailed(undecodable(
+                    &WireError::NoObject("an echo among the initial events".into()),
+                )))),
+                State::Empty,
+            ),
             Some(Ok(Decoded::Bookmark {
                 resource_version,
                 ends_initial_events,
             })) => {
                 if ends_initial_events {
+                    // The same stream goes on with changes, echoes of our writes among them.
+                    events.recognise = context.recognise.clone();
                     (
-                        Some(Ok(Event::InitDone)),
+                        Some(Ok(Item::Event(Event::InitDone))),
                         State::Watching {
                             resource_version,
                             events,
@@ -233,7 +284,8 @@ async fn step<K: Watched>(
         },
         State::InitListed { resource_version } => {
             match open_watch::<K>(context, watch_params(config, false), &resource_version).await {
-                Ok(events) => {
+                Ok(mut events) => {
+                    events.recognise = context.recognise.clone();
                     // Resumed where the consumer is: every change since comes on this watch.
                     context.progress.advance_to(&resource_version);
                     (
@@ -268,7 +320,25 @@ async fn step<K: Watched>(
                     resource_version: seen,
                     events,
                 };
-                (Some(Ok(event)), state)
+                (Some(Ok(Item::Event(event))), state)
+            }
+            // `WatchBody::next` decodes an event in flight once it has waited enough.
+            Some(Ok(Decoded::InFlight(_))) => (
+                Some(Err(watcher::Error::WatchFailed(undecodable(
+                    &WireError::NoObject("an event left undecoded".into()),
+                )))),
+                State::Watching {
+                    resource_version,
+                    events,
+                },
+            ),
+            Some(Ok(Decoded::Echo(echo, seen, decoded))) => {
+                let item = Item::Echo(echo, seen.clone(), decoded);
+                let state = State::Watching {
+                    resource_version: seen,
+                    events,
+                };
+                (Some(Ok(item)), state)
             }
             Some(Ok(Decoded::Bookmark {
                 resource_version, ..
@@ -315,10 +385,10 @@ async fn step<K: Watched>(
 }
 
 /// The first step of a list: a plain list, or a streaming list's watch.
-async fn start_list<K: Watched>(context: &Context) -> (Option<Result<Event<K>>>, State<K>) {
+async fn start_list<K: Watched>(context: &Context) -> (Option<Result<Item<K>>>, State<K>) {
     match context.config.initial_list_strategy {
         InitialListStrategy::ListWatch => (
-            Some(Ok(Event::Init)),
+            Some(Ok(Item::Event(Event::Init))),
             State::InitPage {
                 continue_token: None,
                 objects: VecDeque::new(),
@@ -327,7 +397,10 @@ async fn start_list<K: Watched>(context: &Context) -> (Option<Result<Event<K>>>,
         ),
         InitialListStrategy::StreamingList => {
             match open_watch::<K>(context, watch_params(&context.config, true), "0").await {
-                Ok(events) => (Some(Ok(Event::Init)), State::InitialWatch { events }),
+                Ok(events) => (
+                    Some(Ok(Item::Event(Event::Init))),
+                    State::InitialWatch { events },
+                ),
                 Err(error) => (
                     Some(Err(watcher::Error::WatchStartFailed(error))),
                     State::Empty,
@@ -418,6 +491,7 @@ async fn open_watch<K: Watched>(
         lines: Vec::new(),
         idle: IdleTimer::new(idle),
         received: context.received.clone(),
+        recognise: None,
     })
 }
 
@@ -469,6 +543,11 @@ enum Decoded<K> {
     },
     /// An ERROR.
     Error(Status),
+    /// An ADDED or MODIFIED event recognised as our echo, and its resourceVersion (and, with
+    /// debug assertions, its object decoded all the same).
+    Echo(Echo, String, Option<K>),
+    /// An event for an object whose write is on its way: its frame, to recognise again.
+    InFlight(Bytes),
 }
 
 /// An open watch's response body.
@@ -481,6 +560,8 @@ struct WatchBody {
     lines: Vec<u8>,
     idle: IdleTimer,
     received: Option<prometheus::IntCounter>,
+    /// Recognises echoes of our writes (watches after the first list, in protobuf).
+    recognise: Option<Recognise>,
 }
 
 /// When a silent stream is given up: `limit` after its last frame.
@@ -528,7 +609,16 @@ impl WatchBody {
     /// connection, or silence past the idle limit): the watch is then opened again.
     async fn next<K: Watched>(&mut self) -> Option<Result<Decoded<K>, kube::Error>> {
         loop {
-            if let Some(event) = self.next_buffered::<K>() {
+            if let Some(mut event) = self.next_buffered::<K>() {
+                let recognise = self.recognise.as_deref();
+                for patience in (0..IN_FLIGHT_YIELDS).rev() {
+                    let Ok(Decoded::InFlight(frame)) = event else {
+                        break;
+                    };
+                    tokio::task::yield_now().await;
+                    event =
+                        decode_event(frame, recognise, patience > 0).map_err(|e| undecodable(&e));
+                }
                 return Some(event);
             }
             let read = tokio::select! {
@@ -570,7 +660,10 @@ impl WatchBody {
     fn next_buffered<K: Watched>(&mut self) -> Option<Result<Decoded<K>, kube::Error>> {
         match self.encoding {
             Encoding::Protobuf => match self.frames.next_frame() {
-                Ok(Some(frame)) => Some(decode_event(frame).map_err(|e| undecodable(&e))),
+                Ok(Some(frame)) => Some(
+                    decode_event(frame, self.recognise.as_deref(), true)
+                        .map_err(|e| undecodable(&e)),
+                ),
                 Ok(None) => None,
                 Err(error) => Some(Err(undecodable(&error))),
             },
@@ -627,8 +720,35 @@ fn cut_short(error: &kube::Error) -> bool {
     false
 }
 
-fn decode_event<K: Watched>(frame: Bytes) -> Result<Decoded<K>, WireError> {
+/// Decodes one protobuf frame, unless `recognise` takes it for an echo of our write. An
+/// event for an object whose write is on its way comes back as [`Decoded::InFlight`] when
+/// `wait` says the caller may wait for the answer; otherwise it is decoded.
+fn decode_event<K: Watched>(
+    frame: Bytes,
+    recognise: Option<&Recogniser>,
+    wait: bool,
+) -> Result<Decoded<K>, WireError> {
+    let whole = frame.clone();
     let event = envelope::event(frame)?;
+    if let (Some(recognise), "ADDED" | "MODIFIED") = (recognise, event.kind.as_str()) {
+        if let Some(identity) = super::identity::read(&event.object.raw) {
+            let echo = match recognise(identity.namespace, identity.name, identity.resource_version)
+            {
+                Recognition::Echo(echo) => Some(echo),
+                Recognition::InFlight if wait => return Ok(Decoded::InFlight(whole)),
+                Recognition::InFlight | Recognition::Unknown => None,
+            };
+            if let Some(echo) = echo {
+                let version = identity.resource_version.to_owned();
+                let decoded = if cfg!(debug_assertions) {
+                    Some(K::from_enveloped(event.object)?)
+                } else {
+                    None
+                };
+                return Ok(Decoded::Echo(echo, version, decoded));
+            }
+        }
+    }
     match event.kind.as_str() {
         "ERROR" => {
             let raw = event.object.expect_kind("Status")?;

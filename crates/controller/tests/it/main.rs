@@ -3,6 +3,7 @@
 //! on the shared test kit (`crates/testkit`).
 
 mod client_budgets;
+mod echoes;
 mod endpoints_controller;
 mod endpointslice;
 mod faults;
