@@ -35,7 +35,7 @@ impl ServiceQueuer {
             return;
         }
         for (queue, batch_period) in &self.queues {
-            crate::worker::queue_after(queue, keys.clone(), *batch_period, Clock::Start);
+            crate::worker::queue_after(queue, &keys, *batch_period, Clock::Start);
         }
     }
 }

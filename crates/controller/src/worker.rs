@@ -115,15 +115,15 @@ impl SyncError {
 /// `clock` says whether they carry a change the latency SLI times.
 pub fn queue_after<K: QueueKey>(
     queue: &WorkQueue<K>,
-    keys: Vec<K>,
+    keys: &[K],
     batch_period: std::time::Duration,
     clock: Clock,
 ) {
     for key in keys {
         if batch_period.is_zero() {
-            queue.add_with(key, clock);
+            queue.add_key_with(key, clock);
         } else {
-            queue.add_after_with(key, batch_period, clock);
+            queue.add_after_with(key.clone(), batch_period, clock);
         }
     }
 }

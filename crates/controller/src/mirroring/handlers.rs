@@ -33,7 +33,7 @@ impl MirroringController {
     fn queue_batched(&self, keys: Vec<reconcile::keys::ServiceKey>) {
         queue_after(
             self.workers.queue(),
-            keys,
+            &keys,
             self.parts.batch_period,
             Clock::Keep,
         );

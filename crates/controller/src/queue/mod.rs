@@ -233,11 +233,20 @@ impl<K: QueueKey> WorkQueue<K> {
 
     /// [`add`](Self::add) or [`requeue`](Self::requeue), as `clock` says.
     pub fn add_with(&self, key: K, clock: Clock) {
+        self.add_key_with(&key, clock);
+    }
+
+    /// [`add_with`](Self::add_with) of a borrowed key: copied only where it is not held yet
+    /// (under churn, most adds find their key still waiting and copy nothing).
+    pub fn add_key_with(&self, key: &K, clock: Clock) {
         let woke = {
             let mut state = lock(&self.inner.state);
             let now = Instant::now();
-            if clock == Clock::Start && !state.shutting_down {
-                state.changed_since.entry(key.clone()).or_insert(now);
+            if clock == Clock::Start
+                && !state.shutting_down
+                && !state.changed_since.contains_key(key)
+            {
+                state.changed_since.insert(key.clone(), now);
             }
             self.add_locked(&mut state, key, now)
         };
@@ -277,7 +286,7 @@ impl<K: QueueKey> WorkQueue<K> {
                 state.changed_since.entry(key.clone()).or_insert(now);
             }
             if delay.is_zero() {
-                let woke = self.add_locked(&mut state, key, now);
+                let woke = self.add_locked(&mut state, &key, now);
                 drop(state);
                 if woke {
                     self.inner.changed.notify_waiters();
@@ -489,20 +498,22 @@ impl<K: QueueKey> WorkQueue<K> {
     }
 
     /// Adds `key` under the state lock; returns whether a worker should be woken.
-    fn add_locked(&self, state: &mut State<K>, key: K, now: Instant) -> bool {
-        if state.shutting_down || state.dirty.contains(&key) {
+    fn add_locked(&self, state: &mut State<K>, key: &K, now: Instant) -> bool {
+        if state.shutting_down || state.dirty.contains(key) {
             return false;
         }
         if let Some(metrics) = &self.inner.metrics {
             metrics.adds.inc();
             metrics.depth.inc();
         }
-        state.added_at.entry(key.clone()).or_insert(now);
+        if !state.added_at.contains_key(key) {
+            state.added_at.insert(key.clone(), now);
+        }
         state.dirty.insert(key.clone());
-        if state.processing.contains_key(&key) {
+        if state.processing.contains_key(key) {
             return false;
         }
-        state.ready.push_back(key);
+        state.ready.push_back(key.clone());
         true
     }
 
@@ -517,7 +528,7 @@ impl<K: QueueKey> WorkQueue<K> {
             }
             let key = entry.remove();
             state.waiting.remove(&key);
-            self.add_locked(state, key, now);
+            self.add_locked(state, &key, now);
         }
     }
 }
