@@ -45,6 +45,8 @@ pub struct Readiness(Arc<ReadinessState>);
 #[derive(Debug, Default)]
 struct ReadinessState {
     synced: AtomicBool,
+    /// Wakes [`Readiness::synced`] waiters.
+    became_synced: tokio::sync::Notify,
     /// Kinds whose watch failed and has not delivered an event since: how many times in a
     /// row, and when it last failed.
     failing: Mutex<BTreeMap<String, (u32, Instant)>>,
@@ -64,6 +66,20 @@ impl Readiness {
     /// Sets or clears readiness.
     pub fn set(&self, ready: bool) {
         self.0.synced.store(ready, Ordering::Release);
+        if ready {
+            self.0.became_synced.notify_waiters();
+        }
+    }
+
+    /// Waits until the informers have synced (at once if they have).
+    pub async fn synced(&self) {
+        loop {
+            let notified = self.0.became_synced.notified();
+            if self.is_synced() {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// A watch of `kind` failed: not ready until it delivers an event or stays quiet for
@@ -308,6 +324,20 @@ mod tests {
     use tower::ServiceExt;
 
     use super::*;
+
+    #[tokio::test]
+    async fn synced_waits_for_the_informers_and_returns_at_once_after() {
+        let readiness = Readiness::new();
+        let waiting = tokio::spawn({
+            let readiness = readiness.clone();
+            async move { readiness.synced().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        readiness.set(true);
+        waiting.await.unwrap();
+        readiness.synced().await;
+    }
 
     async fn call(router: Router, path: &str) -> (StatusCode, String) {
         let response = router

@@ -10,6 +10,7 @@ pub mod flags;
 pub mod ignored_flags;
 pub mod logging;
 pub mod run;
+pub mod startup_pages;
 
 use std::process::ExitCode;
 

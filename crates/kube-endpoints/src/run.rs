@@ -338,6 +338,20 @@ pub async fn run(args: RunArgs) -> Result<bool> {
         tracing::info!("shadow mode: nothing will be written");
     }
 
+    // Once the informers have synced, start-up's code is behind us: its pages can go.
+    tokio::spawn({
+        let (readiness, shutdown) = (session.readiness.clone(), session.shutdown.clone());
+        async move {
+            tokio::select! {
+                () = readiness.synced() => {
+                    let bytes = crate::startup_pages::release();
+                    tracing::debug!(bytes, "released the pages of code only start-up ran");
+                }
+                () = shutdown.cancelled() => {}
+            }
+        }
+    });
+
     let ok = if settings.leader_election.enabled {
         let identity = default_identity();
         tracing::info!(identity, lease = %settings.leader_election.resource_name, "waiting for leadership");
