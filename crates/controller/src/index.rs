@@ -220,8 +220,8 @@ impl Informers {
             let tap = tap.clone();
             move |e: Endpoints| Some(Arc::new(StoredEndpoints::new(tap.stripped(e))))
         });
-        let slice_echoes = Echoes::new(slices.store());
-        let endpoints_echoes = Echoes::new(endpoints.store());
+        let slice_echoes = Echoes::new(slices.store(), wire.clone());
+        let endpoints_echoes = Echoes::new(endpoints.store(), wire.clone());
         let slices = slices.with_echoes(Echoes::clone(&slice_echoes));
         let endpoints = endpoints.with_echoes(Echoes::clone(&endpoints_echoes));
         let slice_store = slices.store();

@@ -2,8 +2,7 @@
 //!
 //! Every slice and Endpoints object the controllers write comes back on their own watch a
 //! few milliseconds later, at the resourceVersion the write's answer gave. Decoding it (tens
-//! of endpoints, a dozen small strings each) was the largest part of handling a readiness
-//! flip. The writer already holds what the server stored: the object it sent, with the
+//! of endpoints, a dozen small strings each) was a large part of handling a readiness flip. The writer already holds what the server stored: the object it sent, with the
 //! answer's metadata (its resourceVersion, uid, generation, creation time, labels). So, once a
 //! write succeeds, the writer leaves the projection the informer would make of the echo here,
 //! under the object's key and the answer's resourceVersion; the watch reads only the key and
@@ -26,6 +25,7 @@
 
 use super::store::FastMap;
 use super::{ObjectKey, Store};
+use crate::wire::{Encoding, Negotiated};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use reconcile::projection::{StoredEndpoints, StoredSlice};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -38,6 +38,9 @@ pub struct Echoes<P> {
     table: Arc<Mutex<Table<P>>>,
     /// The informer's store: an echo already applied is not awaited.
     store: Store<P>,
+    /// The run's encoding: echoes are recognised in protobuf only, so in JSON nothing is
+    /// left for them.
+    wire: Negotiated,
 }
 
 /// What a projection says of the version it was made from.
@@ -133,6 +136,7 @@ impl<P> Clone for Echoes<P> {
         Self {
             table: Arc::clone(&self.table),
             store: self.store.clone(),
+            wire: self.wire.clone(),
         }
     }
 }
@@ -146,11 +150,12 @@ impl<P> std::fmt::Debug for Echoes<P> {
 }
 
 impl<P: Versioned + Send + Sync + 'static> Echoes<P> {
-    /// Echoes for the informer that fills `store`.
-    pub fn new(store: Store<P>) -> Self {
+    /// Echoes for the informer that fills `store`, speaking `wire`.
+    pub fn new(store: Store<P>, wire: Negotiated) -> Self {
         Self {
             table: Arc::default(),
             store,
+            wire,
         }
     }
 
@@ -167,6 +172,9 @@ impl<P: Versioned + Send + Sync + 'static> Echoes<P> {
         let (Some(name), Some(resource_version)) = (&answer.name, &answer.resource_version) else {
             return;
         };
+        if self.wire.current() != Encoding::Protobuf {
+            return;
+        }
         let key = ObjectKey::new(answer.namespace.as_deref().unwrap_or_default(), name);
         // The watch can be quicker than the answer: the echo was decoded and applied already.
         // (The informer applies what it decoded before it lets go of the runtime, so on one
@@ -287,7 +295,7 @@ mod tests {
     }
 
     fn echoes() -> Echoes<ObjectMeta> {
-        Echoes::new(Store::new())
+        Echoes::new(Store::new(), Negotiated::default())
     }
 
     /// The echo taken for an event, if it is one.
@@ -399,7 +407,7 @@ mod tests {
     #[test]
     fn an_echo_the_watch_brought_before_the_answer_is_not_awaited() {
         let store = Store::new();
-        let echoes = Echoes::new(store.clone());
+        let echoes = Echoes::new(store.clone(), Negotiated::default());
         store.insert(
             ObjectKey::new("shop", "web-1"),
             Arc::new(meta("web-1", "10")),
@@ -419,5 +427,12 @@ mod tests {
             echoes.written(&sent(), &meta(&format!("web-{i}"), "1"), |m| m);
         }
         assert!(echoes.len() <= LIMIT);
+    }
+
+    #[test]
+    fn nothing_is_left_for_echoes_in_json_which_are_always_decoded() {
+        let echoes = Echoes::new(Store::new(), Negotiated::new(Encoding::Json));
+        echoes.written(&sent(), &meta("web-1", "10"), |m| m);
+        assert!(echoes.is_empty());
     }
 }

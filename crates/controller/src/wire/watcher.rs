@@ -8,6 +8,10 @@
 //! `application/vnd.kubernetes.protobuf` and accept JSON; a server that answers JSON
 //! anyway, or refuses protobuf, produces a 406 error, on which the informer starts over in
 //! JSON. In JSON, a watch is one JSON event per line, decoded as kube decodes it.
+//!
+//! Given a [`Recognise`], a protobuf watch past its first list reads each ADDED or MODIFIED
+//! event's namespace, name and resourceVersion first, and yields an [`Item::Echo`] instead of
+//! decoding the object when the informer knows it as the echo of our own write.
 
 use super::envelope::{self, Frames, WireError};
 use super::kinds::meta::MetadataOnly;

@@ -74,7 +74,7 @@ where
         Some(Arc::new(project(o)))
     });
     let store = informer.store();
-    let echoes = Echoes::new(store.clone());
+    let echoes = Echoes::new(store.clone(), Negotiated::default());
     let informer = informer.with_echoes(Echoes::clone(&echoes));
     let mut synced = informer.synced();
     let stop = stop.clone();
