@@ -230,12 +230,16 @@ where
                 event = events.next() => event,
             };
             match event {
-                Some(Ok(Item::Echo(Echo(echo), version, decoded))) => {
+                Some(Ok(item)) => {
                     contact_backoff.reset();
                     if let Some(health) = &self.health {
                         health.working(&kind);
                     }
-                    if let Order::Backwards { newest, event } = newest.observe_echo(&version) {
+                    let order = match &item {
+                        Item::Echo(_, version, _) => newest.observe_echo(version),
+                        Item::Event(event) => newest.observe(event),
+                    };
+                    if let Order::Backwards { newest, event } = order {
                         warn!(kind, newest, event, "resourceVersions went backwards (the server restarted with older state?); re-listing");
                         if let Some(health) = &self.health {
                             health.relisted_after_reset(&kind);
@@ -243,35 +247,29 @@ where
                         events = start(&config);
                         continue;
                     }
-                    if let Some(received) = &received {
-                        received.inc();
-                    }
-                    // Only this informer's own recogniser makes echoes, of its own projection.
-                    if let Ok(echo) = echo.downcast::<(ObjectKey, Arc<P>)>() {
-                        let (key, projection) = *echo;
-                        if let Some(decoded) = decoded {
-                            // Debug builds: what the writer left must be what decoding gives.
-                            assert!(
-                                (self.project)(decoded).is_some_and(|d| *d == *projection),
-                                "the echo of our write of {kind} {key} differs from the object the watch sent"
-                            );
+                    let event = match item {
+                        Item::Echo(Echo(echo), _, decoded) => {
+                            if let Some(received) = &received {
+                                received.inc();
+                            }
+                            // Only this informer's own recogniser makes echoes, of its own
+                            // projection.
+                            if let Ok(echo) = echo.downcast::<(ObjectKey, Arc<P>)>() {
+                                let (key, projection) = *echo;
+                                if let Some(decoded) = decoded {
+                                    // Debug builds: what the writer left must be what
+                                    // decoding gives.
+                                    assert!(
+                                        (self.project)(decoded).is_some_and(|d| *d == *projection),
+                                        "the echo of our write of {kind} {key} differs from the object the watch sent"
+                                    );
+                                }
+                                applier.apply(Change::Apply(key, Some(projection)), &handler);
+                            }
+                            continue;
                         }
-                        applier.apply(Change::Apply(key, Some(projection)), &handler);
-                    }
-                }
-                Some(Ok(Item::Event(event))) => {
-                    contact_backoff.reset();
-                    if let Some(health) = &self.health {
-                        health.working(&kind);
-                    }
-                    if let Order::Backwards { newest, event } = newest.observe(&event) {
-                        warn!(kind, newest, event, "resourceVersions went backwards (the server restarted with older state?); re-listing");
-                        if let Some(health) = &self.health {
-                            health.relisted_after_reset(&kind);
-                        }
-                        events = start(&config);
-                        continue;
-                    }
+                        Item::Event(event) => event,
+                    };
                     if let (
                         Some(received),
                         watcher::Event::Apply(_)
