@@ -52,25 +52,6 @@ impl CompactRef {
         }
     }
 
-    /// The same as [`CompactRef::new`] of a copy of `reference`, without copying the usual
-    /// pod reference's strings first (they fit inline).
-    pub fn from_ref(reference: &ObjectReference, home: Option<&str>) -> Self {
-        let implied = home.is_some()
-            && reference.namespace.as_deref() == home
-            && reference.kind.as_deref() == Some("Pod")
-            && reference.api_version.is_none()
-            && reference.field_path.is_none()
-            && reference.resource_version.is_none();
-        if !implied {
-            return Self::new(reference.clone(), home);
-        }
-        Self {
-            name: reference.name.as_deref().map(CompactString::new),
-            uid: reference.uid.as_deref().map(super::Uid::from),
-            other: None,
-        }
-    }
-
     /// The reference as the API has it, equal to the one [`CompactRef::new`] took; `home` is
     /// the namespace given to it then.
     pub fn to_object_ref(&self, home: Option<&str>) -> ObjectReference {
@@ -123,7 +104,6 @@ mod tests {
         let compact = CompactRef::new(pod.clone(), Some("shop"));
         assert!(compact.other.is_none());
         assert_eq!(compact.to_object_ref(Some("shop")), pod);
-        assert_eq!(CompactRef::from_ref(&pod, Some("shop")), compact);
         assert!(std::mem::size_of::<CompactRef>() <= 56);
     }
 
@@ -152,11 +132,6 @@ mod tests {
         for (written, home) in cases {
             let compact = CompactRef::new(written.clone(), home);
             assert_eq!(compact.to_object_ref(home), written, "held in {home:?}");
-            assert_eq!(
-                CompactRef::from_ref(&written, home),
-                compact,
-                "held in {home:?}"
-            );
         }
     }
 }

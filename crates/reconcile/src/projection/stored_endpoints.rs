@@ -9,7 +9,6 @@
 use super::object_ref::{compact, string, CompactRef};
 use compact_str::CompactString;
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// An Endpoints object with its addresses kept compact.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,24 +50,6 @@ impl StoredEndpoints {
         }
     }
 
-    /// What [`StoredEndpoints::new`] keeps of `endpoints` with `metadata` in place of its
-    /// own, read from an object we sent rather than one decoded.
-    pub fn written(endpoints: &Endpoints, metadata: ObjectMeta) -> Self {
-        let home = metadata.namespace.as_deref();
-        let subsets = endpoints.subsets.as_ref().map(|subsets| {
-            subsets
-                .iter()
-                .map(|subset| StoredSubset::from_ref(subset, home))
-                .collect()
-        });
-        let mut head = Endpoints {
-            metadata,
-            subsets: None,
-        };
-        super::fit_metadata(&mut head.metadata);
-        Self { head, subsets }
-    }
-
     /// The object without its subsets (none): its metadata, for the rules that read only
     /// that (whose object it is, whether it is mirrored).
     pub fn without_subsets(&self) -> &Endpoints {
@@ -104,22 +85,6 @@ impl StoredSubset {
         }
     }
 
-    /// The same as [`StoredSubset::new`] of a copy of `subset`.
-    fn from_ref(subset: &EndpointSubset, home: Option<&str>) -> Self {
-        let addresses = |list: &Option<Vec<EndpointAddress>>| {
-            list.as_ref().map(|list| {
-                list.iter()
-                    .map(|address| StoredAddress::from_ref(address, home))
-                    .collect()
-            })
-        };
-        Self {
-            addresses: addresses(&subset.addresses),
-            not_ready_addresses: addresses(&subset.not_ready_addresses),
-            ports: subset.ports.as_deref().map(Box::from),
-        }
-    }
-
     fn to_subset(&self, home: Option<&str>) -> EndpointSubset {
         let addresses = |list: &Option<Box<[StoredAddress]>>| {
             list.as_ref()
@@ -140,19 +105,6 @@ impl StoredAddress {
             hostname: compact(address.hostname),
             node_name: compact(address.node_name),
             target_ref: address.target_ref.map(|r| CompactRef::new(r, home)),
-        }
-    }
-
-    /// The same as [`StoredAddress::new`] of a copy of `address`.
-    fn from_ref(address: &EndpointAddress, home: Option<&str>) -> Self {
-        Self {
-            ip: CompactString::new(&address.ip),
-            hostname: address.hostname.as_deref().map(CompactString::new),
-            node_name: address.node_name.as_deref().map(CompactString::new),
-            target_ref: address
-                .target_ref
-                .as_ref()
-                .map(|r| CompactRef::from_ref(r, home)),
         }
     }
 
@@ -213,26 +165,6 @@ mod tests {
             assert_eq!(
                 StoredEndpoints::new(endpoints.clone()).to_endpoints(),
                 endpoints
-            );
-        }
-    }
-
-    #[test]
-    fn a_written_object_is_kept_as_the_same_object_decoded() {
-        let empty_lists = Endpoints {
-            subsets: Some(Vec::new()),
-            ..Endpoints::default()
-        };
-        for endpoints in [every_field(), Endpoints::default(), empty_lists] {
-            let mut answer = endpoints.metadata.clone();
-            answer.resource_version = Some("900".into());
-            let decoded = Endpoints {
-                metadata: answer.clone(),
-                ..endpoints.clone()
-            };
-            assert_eq!(
-                StoredEndpoints::written(&endpoints, answer),
-                StoredEndpoints::new(decoded)
             );
         }
     }

@@ -12,7 +12,6 @@
 use super::object_ref::{compact, string, CompactRef};
 use compact_str::CompactString;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointHints, EndpointSlice};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use std::collections::BTreeMap;
 
 /// An EndpointSlice with its endpoints kept compact.
@@ -58,26 +57,6 @@ impl StoredSlice {
             head: slice,
             endpoints,
         }
-    }
-
-    /// What [`StoredSlice::new`] keeps of `slice` with `metadata` in place of its own, read
-    /// from a slice we sent rather than one decoded: its endpoints' short strings are copied
-    /// straight into their inline places.
-    pub fn written(slice: &EndpointSlice, metadata: ObjectMeta) -> Self {
-        let home = metadata.namespace.as_deref();
-        let endpoints = slice
-            .endpoints
-            .iter()
-            .map(|endpoint| StoredEndpoint::from_ref(endpoint, home))
-            .collect();
-        let mut head = EndpointSlice {
-            metadata,
-            address_type: slice.address_type.clone(),
-            endpoints: Vec::new(),
-            ports: slice.ports.clone(),
-        };
-        super::fit_metadata(&mut head.metadata);
-        Self { head, endpoints }
     }
 
     /// The slice without its endpoints (an empty list): its metadata, address type and ports,
@@ -140,35 +119,6 @@ impl StoredEndpoint {
             node_name: compact(node_name),
             zone: compact(zone),
             target_ref: target_ref.map(|r| CompactRef::new(r, home)),
-            rest,
-        }
-    }
-
-    /// The same as [`StoredEndpoint::new`] of a copy of `endpoint`.
-    fn from_ref(endpoint: &Endpoint, home: Option<&str>) -> Self {
-        let rest = (endpoint.deprecated_topology.is_some()
-            || endpoint.hints.is_some()
-            || endpoint.hostname.is_some())
-        .then(|| {
-            Box::new(Uncommon {
-                deprecated_topology: endpoint.deprecated_topology.clone(),
-                hints: endpoint.hints.clone(),
-                hostname: endpoint.hostname.clone(),
-            })
-        });
-        Self {
-            addresses: endpoint
-                .addresses
-                .iter()
-                .map(|a| CompactString::new(a))
-                .collect(),
-            conditions: endpoint.conditions.clone(),
-            node_name: endpoint.node_name.as_deref().map(CompactString::new),
-            zone: endpoint.zone.as_deref().map(CompactString::new),
-            target_ref: endpoint
-                .target_ref
-                .as_ref()
-                .map(|r| CompactRef::from_ref(r, home)),
             rest,
         }
     }
@@ -266,22 +216,6 @@ mod tests {
 
         let empty = EndpointSlice::default();
         assert_eq!(StoredSlice::new(empty.clone()).to_slice(), empty);
-    }
-
-    #[test]
-    fn a_written_slice_is_kept_as_the_same_slice_decoded() {
-        for slice in [every_field(), EndpointSlice::default()] {
-            let mut answer = slice.metadata.clone();
-            answer.resource_version = Some("900".into());
-            let decoded = EndpointSlice {
-                metadata: answer.clone(),
-                ..slice.clone()
-            };
-            assert_eq!(
-                StoredSlice::written(&slice, answer),
-                StoredSlice::new(decoded)
-            );
-        }
     }
 
     #[test]
