@@ -7,6 +7,7 @@ use crate::api_errors::{is_namespace_terminating, is_not_found};
 use crate::informer::echoes::Flight;
 use crate::informer::{Echoes, ObjectKey};
 use crate::metrics::SliceTotals;
+use crate::wire::kinds::WriteKind;
 use crate::wire::objects::Write;
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -135,7 +136,7 @@ pub async fn write_in_order(
 /// echo (see [`crate::informer::echoes`]).
 fn awaits_echo(flight: Flight<'_, StoredSlice>, sent: &EndpointSlice, answer: &EndpointSlice) {
     flight.written(&sent.metadata, &answer.metadata, |metadata| {
-        StoredSlice::written(sent, metadata)
+        StoredSlice::new(sent.as_stored(metadata))
     });
 }
 

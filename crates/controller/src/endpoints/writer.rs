@@ -7,6 +7,7 @@ use crate::events::Involved;
 use crate::informer::echoes::Flight;
 use crate::informer::ObjectKey;
 use crate::stale_cache::is_conflict;
+use crate::wire::kinds::WriteKind;
 use crate::wire::objects::Write;
 use crate::worker::SyncError;
 use k8s_openapi::api::core::v1::Endpoints;
@@ -164,6 +165,6 @@ impl EndpointsController {
 /// its echo.
 fn awaits_echo(flight: Flight<'_, StoredEndpoints>, sent: &Endpoints, answer: &Endpoints) {
     flight.written(&sent.metadata, &answer.metadata, |metadata| {
-        StoredEndpoints::written(sent, metadata)
+        StoredEndpoints::new(sent.as_stored(metadata))
     });
 }

@@ -17,7 +17,9 @@
 //!
 //! What the server stores is what was sent: the controllers send every field the server
 //! would default (tests against the embedded server compare the two projections), and the
-//! metadata comes from the server's answer. An event the watch decoded for a key replaces
+//! metadata comes from the server's answer. Writers make the projection from the sent
+//! object taken through its protobuf message and back (`WriteKind::as_stored`), so that what
+//! the decoder reads as absent (an empty list) is absent in it too. An event the watch decoded for a key replaces
 //! what was left for it unless it is older, so a projection whose echo went by (the watch
 //! was quicker than the answer) does not stay; a deleted object's goes with it. The table
 //! holds only writes whose echo has not arrived yet, a handful at a time; should the watch

@@ -7,6 +7,7 @@ use std::time::Duration;
 use controller::informer::echoes::Versioned;
 use controller::informer::{Echoes, Handler, Informer, ObjectKey, Store};
 use controller::slice_writer::{self, Change, Writes};
+use controller::wire::kinds::WriteKind;
 use controller::wire::Negotiated;
 use k8s_openapi::api::core::v1::{
     EndpointAddress, EndpointPort, EndpointSubset, Endpoints, ObjectReference,
@@ -302,7 +303,7 @@ async fn endpoints_we_write_come_back_from_what_we_sent_equal_to_what_the_server
             .await
             .unwrap();
     echoes.written(&sent.metadata, &answer.metadata, |metadata| {
-        StoredEndpoints::written(&sent, metadata)
+        StoredEndpoints::new(sent.as_stored(metadata))
     });
     release.send(()).unwrap();
     let key = ObjectKey::new("default", "web");
@@ -316,6 +317,52 @@ async fn endpoints_we_write_come_back_from_what_we_sent_equal_to_what_the_server
     let mut held = api.get("web").await.unwrap();
     held.metadata.managed_fields = None;
     assert_eq!(*store.get(&key).unwrap(), StoredEndpoints::new(held));
+
+    // An empty list is sent as one, and comes back absent, as the watch decodes it.
+    let release = gate.arm();
+    api.create(
+        &PostParams::default(),
+        &Endpoints {
+            metadata: ObjectMeta {
+                name: Some("gate".into()),
+                ..ObjectMeta::default()
+            },
+            subsets: None,
+        },
+    )
+    .await
+    .unwrap();
+    let empty = Endpoints {
+        metadata: ObjectMeta {
+            name: Some("empty".into()),
+            namespace: Some("default".into()),
+            ..ObjectMeta::default()
+        },
+        subsets: Some(Vec::new()),
+    };
+    let answer = controller::written::write(
+        &api,
+        controller::wire::objects::Write::Create,
+        &empty,
+        &wire,
+    )
+    .await
+    .unwrap();
+    echoes.written(&empty.metadata, &answer.metadata, |metadata| {
+        StoredEndpoints::new(empty.as_stored(metadata))
+    });
+    release.send(()).unwrap();
+    let empty_key = ObjectKey::new("default", "empty");
+    holds(
+        &store,
+        &empty_key,
+        answer.metadata.resource_version.as_deref().unwrap(),
+    )
+    .await;
+    assert_eq!(echoes.taken(), 2);
+    let mut held = api.get("empty").await.unwrap();
+    held.metadata.managed_fields = None;
+    assert_eq!(*store.get(&empty_key).unwrap(), StoredEndpoints::new(held));
 
     // Another's write of the same object is decoded as ever, and an awaited echo it makes
     // stale is dropped.
@@ -331,6 +378,6 @@ async fn endpoints_we_write_come_back_from_what_we_sent_equal_to_what_the_server
         replaced.metadata.resource_version.as_deref().unwrap(),
     )
     .await;
-    assert_eq!(echoes.taken(), 1);
+    assert_eq!(echoes.taken(), 2);
     stop.cancel();
 }

@@ -25,6 +25,7 @@ mod service;
 
 use super::envelope::{Enveloped, WireError};
 use bytes::Bytes;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use prost::Message;
 
 /// A kind read off the wire in protobuf.
@@ -58,6 +59,19 @@ pub trait WriteKind: WireKind {
     /// The request body: the message in its envelope.
     fn to_body(&self) -> Vec<u8> {
         super::envelope::seal(Self::API_VERSION, Self::KIND, &self.to_message())
+    }
+
+    /// The object as a watch decodes it once the server has stored it, with `metadata` (the
+    /// server's) in place of its own: through the message and back, so that whatever the
+    /// decoder reads as absent (an empty list, an empty plain string) is absent here too.
+    fn as_stored(&self, metadata: ObjectMeta) -> Self
+    where
+        Self:
+            WireKind<Message = <Self as WriteKind>::Full> + k8s_openapi::Metadata<Ty = ObjectMeta>,
+    {
+        let mut stored = Self::from_message(self.to_message());
+        *stored.metadata_mut() = metadata;
+        stored
     }
 }
 
