@@ -33,9 +33,9 @@ pub struct Stores {
     /// Pods by label pair, Services by selector pair.
     pub labels: crate::label_index::LabelIndex,
     /// The slices we wrote whose echo the slice informer awaits.
-    pub slice_echoes: Echoes<StoredSlice>,
+    pub slice_echoes: Echoes<EndpointSlice, StoredSlice>,
     /// The Endpoints objects we wrote whose echo the Endpoints informer awaits.
-    pub endpoints_echoes: Echoes<StoredEndpoints>,
+    pub endpoints_echoes: Echoes<Endpoints, StoredEndpoints>,
 }
 
 impl Stores {
@@ -220,10 +220,8 @@ impl Informers {
             let tap = tap.clone();
             move |e: Endpoints| Some(Arc::new(StoredEndpoints::new(tap.stripped(e))))
         });
-        let slice_echoes = Echoes::new(slices.store(), wire.clone());
-        let endpoints_echoes = Echoes::new(endpoints.store(), wire.clone());
-        let slices = slices.with_echoes(Echoes::clone(&slice_echoes));
-        let endpoints = endpoints.with_echoes(Echoes::clone(&endpoints_echoes));
+        let (mut slices, mut endpoints) = (slices, endpoints);
+        let (slice_echoes, endpoints_echoes) = (slices.echoes(), endpoints.echoes());
         let slice_store = slices.store();
         let stores = Stores {
             pods: pods.store(),

@@ -4,10 +4,8 @@
 //! records it in its tracker and its `changes` metric; the first failure ends the run.
 
 use crate::api_errors::{is_namespace_terminating, is_not_found};
-use crate::informer::echoes::Flight;
 use crate::informer::{Echoes, ObjectKey};
 use crate::metrics::SliceTotals;
-use crate::wire::kinds::WriteKind;
 use crate::wire::objects::Write;
 use crate::worker::SyncError;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -59,13 +57,14 @@ pub struct Outcome {
     pub error: Option<SyncError>,
 }
 
-/// The slices one plan writes, in the order they are sent.
-#[derive(Debug, Clone, Copy)]
+/// The slices one plan writes, in the order they are sent. Those created and replaced are
+/// handed over: each one written becomes its echo's projection.
+#[derive(Debug, Clone)]
 pub struct Writes<'a> {
     /// Created first.
-    pub create: &'a [EndpointSlice],
+    pub create: Vec<EndpointSlice>,
     /// Then replaced.
-    pub update: &'a [EndpointSlice],
+    pub update: Vec<EndpointSlice>,
     /// Then deleted.
     pub delete: &'a [Arc<EndpointSlice>],
 }
@@ -80,7 +79,7 @@ fn name(slice: &EndpointSlice) -> &str {
 pub async fn write_in_order(
     api: &Api<EndpointSlice>,
     wire: &crate::wire::Negotiated,
-    echoes: &Echoes<StoredSlice>,
+    echoes: &Echoes<EndpointSlice, StoredSlice>,
     key: &ServiceKey,
     writes: Writes<'_>,
     mut record: impl FnMut(Change<'_>),
@@ -89,29 +88,30 @@ pub async fn write_in_order(
     for slice in writes.create {
         // Named by the server: its echo is recognised once the answer is read.
         let flight = echoes.sending(None);
-        match crate::written::write(api, Write::Create, slice, wire).await {
+        match crate::written::write(api, Write::Create, &slice, wire).await {
             Ok(created) => {
                 record(Change::Created(&created));
-                awaits_echo(flight, slice, &created);
+                flight.written(slice, &created.metadata);
                 outcome.changed += 1;
             }
             Err(e) if is_namespace_terminating(&e) => return outcome,
             Err(e) => {
-                outcome.error = Some(SyncError::slice_write(key, "create", slice, e));
+                outcome.error = Some(SyncError::slice_write(key, "create", &slice, e));
                 return outcome;
             }
         }
     }
     for slice in writes.update {
-        let flight = echoes.sending(Some(ObjectKey::new(&key.namespace, name(slice))));
-        match crate::written::write(api, Write::Replace { name: name(slice) }, slice, wire).await {
+        let flight = echoes.sending(Some(ObjectKey::new(&key.namespace, name(&slice))));
+        let replace = Write::Replace { name: name(&slice) };
+        match crate::written::write(api, replace, &slice, wire).await {
             Ok(updated) => {
                 record(Change::Updated(&updated));
-                awaits_echo(flight, slice, &updated);
+                flight.written(slice, &updated.metadata);
                 outcome.changed += 1;
             }
             Err(e) => {
-                outcome.error = Some(SyncError::slice_write(key, "update", slice, e));
+                outcome.error = Some(SyncError::slice_write(key, "update", &slice, e));
                 return outcome;
             }
         }
@@ -130,14 +130,6 @@ pub async fn write_in_order(
         }
     }
     outcome
-}
-
-/// Leaves what the slice informer will hold of `sent`, as the server `answer`ed it, for its
-/// echo (see [`crate::informer::echoes`]).
-fn awaits_echo(flight: Flight<'_, StoredSlice>, sent: &EndpointSlice, answer: &EndpointSlice) {
-    flight.written(&sent.metadata, &answer.metadata, |metadata| {
-        StoredSlice::new(sent.as_stored(metadata))
-    });
 }
 
 /// Deletes one slice: `true` when this call deleted it, `false` when it was already gone.

@@ -81,11 +81,11 @@ impl ServiceSync for EndpointsController {
         match plan.action {
             EndpointsAction::Unchanged => Ok(Wrote::Nothing),
             EndpointsAction::Create(object) => {
-                let created = self.create(key, &object).await?;
+                let created = self.create(key, object).await?;
                 Ok(Wrote::when(created, trigger_time))
             }
             EndpointsAction::Update(object) => {
-                let replaced = self.update(key, current.as_ref(), &object).await?;
+                let replaced = self.update(key, current.as_ref(), object).await?;
                 let wrote = Wrote::now(trigger_time);
                 // Remember the version we replaced: if the cache hands it back, it is stale.
                 if replaced.new_rv != replaced.old_rv {

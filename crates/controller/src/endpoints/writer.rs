@@ -7,7 +7,6 @@ use crate::events::Involved;
 use crate::informer::echoes::Flight;
 use crate::informer::ObjectKey;
 use crate::stale_cache::is_conflict;
-use crate::wire::kinds::WriteKind;
 use crate::wire::objects::Write;
 use crate::worker::SyncError;
 use k8s_openapi::api::core::v1::Endpoints;
@@ -64,7 +63,7 @@ impl EndpointsController {
     }
 
     /// Notes a write of the Service's Endpoints on its way (see [`crate::informer::echoes`]).
-    fn sending(&self, key: &ServiceKey) -> Flight<'_, StoredEndpoints> {
+    fn sending(&self, key: &ServiceKey) -> Flight<'_, Endpoints, StoredEndpoints> {
         let object = ObjectKey::new(&key.namespace, &key.name);
         self.parts.stores.endpoints_echoes.sending(Some(object))
     }
@@ -88,12 +87,13 @@ impl EndpointsController {
     pub(super) async fn create(
         &self,
         key: &ServiceKey,
-        object: &Endpoints,
+        object: Endpoints,
     ) -> Result<bool, SyncError> {
         let flight = self.sending(key);
-        match crate::written::write(&self.api(key), Write::Create, object, &self.parts.wire).await {
+        match crate::written::write(&self.api(key), Write::Create, &object, &self.parts.wire).await
+        {
             Ok(created) => {
-                awaits_echo(flight, object, &created);
+                flight.written(object, &created.metadata);
                 Ok(true)
             }
             // Creates keep failing while the namespace terminates: drop the work quietly.
@@ -116,14 +116,14 @@ impl EndpointsController {
         &self,
         key: &ServiceKey,
         current: Option<&Endpoints>,
-        object: &Endpoints,
+        object: Endpoints,
     ) -> Result<Replaced, SyncError> {
         let sent_rv = object.metadata.resource_version.clone().unwrap_or_default();
         let flight = self.sending(key);
         let result = crate::written::write(
             &self.api(key),
             Write::Replace { name: &key.name },
-            object,
+            &object,
             &self.parts.wire,
         )
         .await;
@@ -145,7 +145,7 @@ impl EndpointsController {
         }
         match result {
             Ok(updated) => {
-                awaits_echo(flight, object, &updated);
+                flight.written(object, &updated.metadata);
                 Ok(Replaced {
                     old_rv: current
                         .and_then(|c| c.metadata.resource_version.clone())
@@ -159,12 +159,4 @@ impl EndpointsController {
             }
         }
     }
-}
-
-/// Leaves what the Endpoints informer will hold of `sent`, as the server `answer`ed it, for
-/// its echo.
-fn awaits_echo(flight: Flight<'_, StoredEndpoints>, sent: &Endpoints, answer: &Endpoints) {
-    flight.written(&sent.metadata, &answer.metadata, |metadata| {
-        StoredEndpoints::new(sent.as_stored(metadata))
-    });
 }

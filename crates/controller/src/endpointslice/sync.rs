@@ -50,7 +50,7 @@ impl ServiceSync for EndpointSliceController {
         let slices: Vec<Arc<EndpointSlice>> = stores.slices_of(key, |s| {
             is_managed_slice_of(s, &service.name) && s.metadata.deletion_timestamp.is_none()
         });
-        let (plan, trigger_time) = {
+        let (mut plan, trigger_time) = {
             let mut state = self.state.lock();
             let refs: Vec<&EndpointSlice> = slices.iter().map(|s| &**s).collect();
             if state.tracker.stale_slices(key, &refs) {
@@ -89,7 +89,9 @@ impl ServiceSync for EndpointSliceController {
             return Ok(Wrote::Nothing);
         }
 
-        let written = self.write_batches(key, &plan.batches).await;
+        let written = self
+            .write_batches(key, std::mem::take(&mut plan.batches))
+            .await;
         let wrote = Wrote::when(written.changed > 0, trigger_time);
         self.metrics
             .endpointslices_changed_per_sync

@@ -22,7 +22,11 @@ pub(super) struct Written {
 
 impl EndpointSliceController {
     /// Writes every batch of a plan.
-    pub(super) async fn write_batches(&self, key: &ServiceKey, batches: &[SliceBatch]) -> Written {
+    pub(super) async fn write_batches(
+        &self,
+        key: &ServiceKey,
+        batches: Vec<SliceBatch>,
+    ) -> Written {
         let api: Api<EndpointSlice> = Api::namespaced(self.parts.client.clone(), &key.namespace);
         let mut written = Written::default();
         for batch in batches {
@@ -40,8 +44,8 @@ impl EndpointSliceController {
                 continue;
             }
             let writes = Writes {
-                create: &batch.create,
-                update: &batch.update,
+                create: batch.create,
+                update: batch.update,
                 delete: &batch.delete,
             };
             let outcome = slice_writer::write_in_order(

@@ -2,9 +2,10 @@
 //!
 //! Every slice and Endpoints object the controllers write comes back on their own watch a
 //! few milliseconds later, at the resourceVersion the write's answer gave. Decoding it (tens
-//! of endpoints, a dozen small strings each) was a large part of handling a readiness flip. The writer already holds what the server stored: the object it sent, with the
-//! answer's metadata (its resourceVersion, uid, generation, creation time, labels). So, once a
-//! write succeeds, the writer leaves the projection the informer would make of the echo here,
+//! of endpoints, a dozen small strings each) was a large part of handling a readiness flip.
+//! The writer already holds what the server stored: the object it sent, with the answer's
+//! metadata (its resourceVersion, uid, generation, creation time, labels). So, once a write
+//! succeeds, the writer leaves the projection the informer would make of the echo here,
 //! under the object's key and the answer's resourceVersion; the watch reads only the key and
 //! resourceVersion of each event's metadata, and an event that matches one left here is
 //! applied with that projection instead of being decoded.
@@ -17,17 +18,19 @@
 //!
 //! What the server stores is what was sent: the controllers send every field the server
 //! would default (tests against the embedded server compare the two projections), and the
-//! metadata comes from the server's answer. Writers make the projection from the sent
-//! object taken through its protobuf message and back (`WriteKind::as_stored`), so that what
-//! the decoder reads as absent (an empty list) is absent in it too. An event the watch decoded for a key replaces
-//! what was left for it unless it is older, so a projection whose echo went by (the watch
-//! was quicker than the answer) does not stay; a deleted object's goes with it. The table
-//! holds only writes whose echo has not arrived yet, a handful at a time; should the watch
-//! stop delivering, it is cleared beyond [`LIMIT`] entries.
+//! metadata comes from the server's answer. The echo is projected by the informer's own
+//! projection, from the sent object with the decoder's rules applied in place
+//! ([`Echoed::canonicalise_body`]), so that what the decoder reads as absent (an empty list)
+//! is absent in it too. An event the watch decoded for a key replaces what was left for it unless it
+//! is older, so a projection whose echo went by (the watch was quicker than the answer) does
+//! not stay; a deleted object's goes with it. The table holds only writes whose echo has
+//! not arrived yet, a handful at a time; should the watch stop delivering, it is cleared
+//! beyond [`LIMIT`] entries.
 
 use super::store::FastMap;
-use super::{ObjectKey, Store};
-use crate::wire::{Encoding, Negotiated};
+use super::{ObjectKey, Projection, Store};
+use crate::wire::kinds::WriteKind;
+use crate::wire::{Encoding, Negotiated, WireKind};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use reconcile::projection::{StoredEndpoints, StoredSlice};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -35,14 +38,40 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// The most writes whose echoes are awaited at once; beyond, the table starts over.
 pub const LIMIT: usize = 4096;
 
-/// Projections of written objects, awaiting their echo. Clones share one table.
-pub struct Echoes<P> {
+/// Projections of written objects of kind `K`, awaiting their echo. Clones share one table.
+pub struct Echoes<K, P> {
     table: Arc<Mutex<Table<P>>>,
+    /// The informer's projection, which the echo would have gone through.
+    project: Arc<Projection<K, P>>,
     /// The informer's store: an echo already applied is not awaited.
     store: Store<P>,
     /// The run's encoding: echoes are recognised in protobuf only, so in JSON nothing is
     /// left for them.
     wire: Negotiated,
+}
+
+/// A kind whose writes stand in for their echoes.
+pub trait Echoed {
+    /// The object's metadata.
+    fn metadata_mut(&mut self) -> &mut ObjectMeta;
+    /// Makes everything but the metadata what the watch decodes (see
+    /// [`WriteKind::canonicalise_body`]).
+    fn canonicalise_body(&mut self);
+}
+
+impl<K> Echoed for K
+where
+    K: WriteKind
+        + WireKind<Message = <K as WriteKind>::Full>
+        + k8s_openapi::Metadata<Ty = ObjectMeta>,
+{
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        k8s_openapi::Metadata::metadata_mut(self)
+    }
+
+    fn canonicalise_body(&mut self) {
+        WriteKind::canonicalise_body(self);
+    }
 }
 
 /// What a projection says of the version it was made from.
@@ -98,24 +127,19 @@ pub enum Recognised<P> {
 
 /// A write on its way, from just before it is sent until it is answered or given up (the
 /// guard is dropped).
-pub struct Flight<'a, P> {
-    echoes: &'a Echoes<P>,
+pub struct Flight<'a, K, P> {
+    echoes: &'a Echoes<K, P>,
     key: Option<ObjectKey>,
 }
 
-impl<P: Versioned + Send + Sync + 'static> Flight<'_, P> {
+impl<K: Echoed, P: Versioned + Send + Sync + 'static> Flight<'_, K, P> {
     /// The write went through: see [`Echoes::written`].
-    pub fn written(
-        self,
-        sent: &ObjectMeta,
-        answer: &ObjectMeta,
-        project: impl FnOnce(ObjectMeta) -> P,
-    ) {
-        self.echoes.written(sent, answer, project);
+    pub fn written(self, sent: K, answer: &ObjectMeta) {
+        self.echoes.written(sent, answer);
     }
 }
 
-impl<P> Drop for Flight<'_, P> {
+impl<K, P> Drop for Flight<'_, K, P> {
     fn drop(&mut self) {
         let Some(key) = self.key.take() else { return };
         let in_flight = &mut self.echoes.lock().in_flight;
@@ -133,17 +157,18 @@ struct Awaited<P> {
     projection: Arc<P>,
 }
 
-impl<P> Clone for Echoes<P> {
+impl<K, P> Clone for Echoes<K, P> {
     fn clone(&self) -> Self {
         Self {
             table: Arc::clone(&self.table),
+            project: Arc::clone(&self.project),
             store: self.store.clone(),
             wire: self.wire.clone(),
         }
     }
 }
 
-impl<P> std::fmt::Debug for Echoes<P> {
+impl<K, P> std::fmt::Debug for Echoes<K, P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Echoes")
             .field("awaited", &self.len())
@@ -151,26 +176,24 @@ impl<P> std::fmt::Debug for Echoes<P> {
     }
 }
 
-impl<P: Versioned + Send + Sync + 'static> Echoes<P> {
-    /// Echoes for the informer that fills `store`, speaking `wire`.
-    pub fn new(store: Store<P>, wire: Negotiated) -> Self {
+impl<K: Echoed, P: Versioned + Send + Sync + 'static> Echoes<K, P> {
+    /// Echoes for the informer that fills `store` with `project`'s output, speaking `wire`
+    /// (made by [`Informer::with_echoes`](super::Informer::with_echoes)).
+    pub(super) fn new(store: Store<P>, wire: Negotiated, project: Arc<Projection<K, P>>) -> Self {
         Self {
             table: Arc::default(),
+            project,
             store,
             wire,
         }
     }
 
     /// A write of `sent` went through and the server answered with `answer` (the metadata
-    /// our writes read back): awaits its echo, projected by `project` from the metadata the
-    /// server stored. Fields the answer does not carry (owner references, generateName,
-    /// finalizers) are the ones we sent, which the server keeps.
-    pub fn written(
-        &self,
-        sent: &ObjectMeta,
-        answer: &ObjectMeta,
-        project: impl FnOnce(ObjectMeta) -> P,
-    ) {
+    /// our writes read back): awaits its echo, projected as the informer would project it
+    /// from the object the server stored, which `sent` becomes. Fields the answer does not
+    /// carry (owner references, generateName, finalizers) are the ones we sent, which the
+    /// server keeps.
+    pub fn written(&self, mut sent: K, answer: &ObjectMeta) {
         let (Some(name), Some(resource_version)) = (&answer.name, &answer.resource_version) else {
             return;
         };
@@ -189,15 +212,21 @@ impl<P: Versioned + Send + Sync + 'static> Echoes<P> {
         {
             return;
         }
-        let metadata = ObjectMeta {
-            owner_references: sent.owner_references.clone(),
-            generate_name: sent.generate_name.clone(),
-            finalizers: sent.finalizers.clone(),
+        // The decoder's rules for the three: empty reads as absent.
+        let metadata = sent.metadata_mut();
+        *metadata = ObjectMeta {
+            owner_references: metadata.owner_references.take().filter(|r| !r.is_empty()),
+            generate_name: metadata.generate_name.take().filter(|n| !n.is_empty()),
+            finalizers: metadata.finalizers.take().filter(|f| !f.is_empty()),
             ..answer.clone()
+        };
+        sent.canonicalise_body();
+        let Some(projection) = (self.project)(sent) else {
+            return;
         };
         let awaited = Awaited {
             resource_version: resource_version.clone(),
-            projection: Arc::new(project(metadata)),
+            projection,
         };
         let awaited_now = &mut self.lock().awaited;
         if awaited_now.len() >= LIMIT {
@@ -207,14 +236,19 @@ impl<P: Versioned + Send + Sync + 'static> Echoes<P> {
     }
 }
 
-impl<P> Echoes<P> {
+impl<K, P> Echoes<K, P> {
+    /// The informer's wire changed to `wire`.
+    pub(super) fn speaking(&mut self, wire: Negotiated) {
+        self.wire = wire;
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Table<P>> {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A write of the object `key` (`None` when the server names it) is about to be sent:
     /// until the guard is dropped, events for the object are [`Recognised::InFlight`].
-    pub fn sending(&self, key: Option<ObjectKey>) -> Flight<'_, P> {
+    pub fn sending(&self, key: Option<ObjectKey>) -> Flight<'_, K, P> {
         if let Some(key) = &key {
             let in_flight = &mut self.lock().in_flight;
             if in_flight.len() >= LIMIT {
@@ -296,13 +330,25 @@ mod tests {
         }
     }
 
-    fn echoes() -> Echoes<ObjectMeta> {
-        Echoes::new(Store::new(), Negotiated::default())
+    /// Metadata alone.
+    impl Echoed for ObjectMeta {
+        fn metadata_mut(&mut self) -> &mut ObjectMeta {
+            self
+        }
+        fn canonicalise_body(&mut self) {}
+    }
+
+    fn echoes_over(store: Store<ObjectMeta>, wire: Negotiated) -> Echoes<ObjectMeta, ObjectMeta> {
+        Echoes::new(store, wire, Arc::new(|m| Some(Arc::new(m))))
+    }
+
+    fn echoes() -> Echoes<ObjectMeta, ObjectMeta> {
+        echoes_over(Store::new(), Negotiated::default())
     }
 
     /// The echo taken for an event, if it is one.
     fn take(
-        echoes: &Echoes<ObjectMeta>,
+        echoes: &Echoes<ObjectMeta, ObjectMeta>,
         namespace: &str,
         name: &str,
         version: &str,
@@ -333,7 +379,7 @@ mod tests {
     #[test]
     fn an_echo_at_the_answers_version_is_taken_once_with_what_was_sent() {
         let echoes = echoes();
-        echoes.written(&sent(), &meta("web-1", "10"), |m| m);
+        echoes.written(sent(), &meta("web-1", "10"));
         assert!(take(&echoes, "shop", "web-1", "9").is_none());
         assert!(take(&echoes, "other", "web-1", "10").is_none());
         let (key, kept) = take(&echoes, "shop", "web-1", "10").unwrap();
@@ -350,17 +396,17 @@ mod tests {
     fn a_decoded_event_drops_what_it_makes_stale_but_not_what_is_newer() {
         let echoes = echoes();
         let key = ObjectKey::new("shop", "web-1");
-        echoes.written(&sent(), &meta("web-1", "10"), |m| m);
+        echoes.written(sent(), &meta("web-1", "10"));
         // The state before our write, still on its way: the echo is yet to come.
         echoes.passed(&key, Some("8"), false);
         assert_eq!(echoes.len(), 1);
         // The echo was decoded before the answer was handled, or something newer came.
         echoes.passed(&key, Some("10"), false);
         assert!(echoes.is_empty());
-        echoes.written(&sent(), &meta("web-1", "12"), |m| m);
+        echoes.written(sent(), &meta("web-1", "12"));
         echoes.passed(&key, Some("11"), true);
         assert!(echoes.is_empty(), "a delete drops it whatever its version");
-        echoes.written(&sent(), &meta("web-1", "a"), |m| m);
+        echoes.written(sent(), &meta("web-1", "a"));
         echoes.passed(&key, Some("b"), false);
         assert!(
             echoes.is_empty(),
@@ -381,7 +427,7 @@ mod tests {
             echoes.recognise("shop", "web-2", "10"),
             Recognised::Unknown
         ));
-        flight.written(&sent(), &meta("web-1", "10"), |m| m);
+        flight.written(sent(), &meta("web-1", "10"));
         assert!(matches!(
             echoes.recognise("shop", "web-1", "9"),
             Recognised::Unknown
@@ -409,32 +455,32 @@ mod tests {
     #[test]
     fn an_echo_the_watch_brought_before_the_answer_is_not_awaited() {
         let store = Store::new();
-        let echoes = Echoes::new(store.clone(), Negotiated::default());
+        let echoes = echoes_over(store.clone(), Negotiated::default());
         store.insert(
             ObjectKey::new("shop", "web-1"),
             Arc::new(meta("web-1", "10")),
         );
-        echoes.written(&sent(), &meta("web-1", "10"), |m| m);
+        echoes.written(sent(), &meta("web-1", "10"));
         assert!(echoes.is_empty());
-        echoes.written(&sent(), &meta("web-1", "11"), |m| m);
+        echoes.written(sent(), &meta("web-1", "11"));
         assert_eq!(echoes.len(), 1);
     }
 
     #[test]
     fn an_answer_without_a_name_or_version_is_not_awaited_and_the_table_is_bounded() {
         let echoes = echoes();
-        echoes.written(&sent(), &ObjectMeta::default(), |m| m);
+        echoes.written(sent(), &ObjectMeta::default());
         assert!(echoes.is_empty());
         for i in 0..LIMIT + 10 {
-            echoes.written(&sent(), &meta(&format!("web-{i}"), "1"), |m| m);
+            echoes.written(sent(), &meta(&format!("web-{i}"), "1"));
         }
         assert!(echoes.len() <= LIMIT);
     }
 
     #[test]
     fn nothing_is_left_for_echoes_in_json_which_are_always_decoded() {
-        let echoes = Echoes::new(Store::new(), Negotiated::new(Encoding::Json));
-        echoes.written(&sent(), &meta("web-1", "10"), |m| m);
+        let echoes = echoes_over(Store::new(), Negotiated::new(Encoding::Json));
+        echoes.written(sent(), &meta("web-1", "10"));
         assert!(echoes.is_empty());
     }
 }

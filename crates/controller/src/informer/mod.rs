@@ -107,12 +107,12 @@ pub struct Informer<K, P> {
     api: Api<K>,
     wire: Negotiated,
     config: watcher::Config,
-    project: Box<Projection<K, P>>,
+    project: Arc<Projection<K, P>>,
     store: Store<P>,
     synced: watch::Sender<bool>,
     health: Option<WatchHealth>,
     progress: Progress,
-    echoes: Option<Echoes<P>>,
+    echoes: Option<Echoes<K, P>>,
 }
 
 impl<K, P> Informer<K, P>
@@ -133,7 +133,7 @@ where
             api,
             wire: Negotiated::default(),
             config,
-            project: Box::new(project),
+            project: Arc::new(project),
             store: Store::new(),
             synced: watch::Sender::new(false),
             health: None,
@@ -145,6 +145,9 @@ where
     /// Speaks the encoding `wire` negotiates, and tells it when the server refuses protobuf.
     #[must_use]
     pub fn with_wire(mut self, wire: Negotiated) -> Self {
+        if let Some(echoes) = &mut self.echoes {
+            echoes.speaking(wire.clone());
+        }
         self.wire = wire;
         self
     }
@@ -350,14 +353,21 @@ where
 
 impl<K, P> Informer<K, P>
 where
+    K: echoes::Echoed,
     P: echoes::Versioned + Send + Sync + 'static,
 {
-    /// Applies the echoes of our own writes that `echoes` awaits without decoding them (see
-    /// [`echoes`]). `echoes` must be made on this informer's store.
-    #[must_use]
-    pub fn with_echoes(mut self, echoes: Echoes<P>) -> Self {
-        self.echoes = Some(echoes);
-        self
+    /// Where writers leave the projections of what they wrote for their echoes, which this
+    /// informer then applies without decoding them (see [`echoes`]). Made on the first call;
+    /// clones share one table.
+    pub fn echoes(&mut self) -> Echoes<K, P> {
+        let echoes = self.echoes.get_or_insert_with(|| {
+            Echoes::new(
+                self.store.clone(),
+                self.wire.clone(),
+                Arc::clone(&self.project),
+            )
+        });
+        Echoes::clone(echoes)
     }
 }
 
@@ -433,7 +443,7 @@ impl ContactBackoff {
 }
 
 /// Tells `echoes` of an event the watch decoded: it may make an awaited echo stale.
-fn passed<K: Resource, P>(echoes: &Echoes<P>, event: &watcher::Event<K>) {
+fn passed<K: Resource, P>(echoes: &Echoes<K, P>, event: &watcher::Event<K>) {
     let (object, deleted) = match event {
         watcher::Event::Apply(object) | watcher::Event::InitApply(object) => (object, false),
         watcher::Event::Delete(object) => (object, true),

@@ -94,7 +94,7 @@ impl MirroringController {
                 self.parts.events.record(involved.clone(), event);
             }
         }
-        let written = self.write_plan(key, &plan).await?;
+        let written = self.write_plan(key, plan).await?;
         Ok(Wrote::when(written > 0, trigger_time))
     }
 

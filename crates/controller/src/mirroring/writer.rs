@@ -22,11 +22,11 @@ impl MirroringController {
     pub(super) async fn write_plan(
         &self,
         key: &ServiceKey,
-        plan: &MirroringPlan,
+        plan: MirroringPlan,
     ) -> Result<usize, SyncError> {
         let writes = Writes {
-            create: &plan.create,
-            update: &plan.update,
+            create: plan.create,
+            update: plan.update,
             delete: &plan.delete,
         };
         let outcome = slice_writer::write_in_order(

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller::informer::echoes::Versioned;
+use controller::informer::echoes::{Echoed, Versioned};
 use controller::informer::{Echoes, Handler, Informer, ObjectKey, Store};
 use controller::slice_writer::{self, Change, Writes};
-use controller::wire::kinds::WriteKind;
+use controller::wire::objects::Write;
 use controller::wire::Negotiated;
 use k8s_openapi::api::core::v1::{
     EndpointAddress, EndpointPort, EndpointSubset, Endpoints, ObjectReference,
@@ -59,7 +59,7 @@ async fn informer<K, P>(
     config: watcher::Config,
     project: fn(K) -> P,
     stop: &CancellationToken,
-) -> (Store<P>, Echoes<P>, Gate)
+) -> (Store<P>, Echoes<K, P>, Gate)
 where
     K: controller::wire::WireKind
         + Resource<DynamicType = ()>
@@ -68,15 +68,15 @@ where
         + std::fmt::Debug
         + Send
         + 'static,
+    K: Echoed,
     P: Versioned + PartialEq + Send + Sync + 'static,
 {
-    let informer = Informer::new(Api::<K>::all(client.clone()), config, move |mut o: K| {
+    let mut informer = Informer::new(Api::<K>::all(client.clone()), config, move |mut o: K| {
         o.meta_mut().managed_fields = None;
         Some(Arc::new(project(o)))
     });
     let store = informer.store();
-    let echoes = Echoes::new(store.clone(), Negotiated::default());
-    let informer = informer.with_echoes(Echoes::clone(&echoes));
+    let echoes = informer.echoes();
     let mut synced = informer.synced();
     let stop = stop.clone();
     let gate = Gate::default();
@@ -162,6 +162,37 @@ fn ready(ready: bool) -> EndpointConditions {
     }
 }
 
+/// Writes one slice through the slice writer, the informer held behind another slice's add
+/// so that the echo comes after the answer; returns the answer's metadata once the informer
+/// holds the written version.
+async fn write_slice_held(
+    api: &Api<EndpointSlice>,
+    echoes: &Echoes<EndpointSlice, StoredSlice>,
+    gate: &Gate,
+    store: &Store<StoredSlice>,
+    writes: Writes<'_>,
+) -> ObjectMeta {
+    let release = gate.arm();
+    api.create(&PostParams::default(), &slice(ready(true)))
+        .await
+        .unwrap();
+    let mut answers = Vec::new();
+    let key = ServiceKey::new("default", "web");
+    let wire = Negotiated::default();
+    let outcome = slice_writer::write_in_order(api, &wire, echoes, &key, writes, |c| {
+        if let Change::Created(s) | Change::Updated(s) = c {
+            answers.push(s.metadata.clone());
+        }
+    })
+    .await;
+    assert!(outcome.error.is_none(), "{:?}", outcome.error);
+    release.send(()).unwrap();
+    let answer = answers.pop().unwrap();
+    let key = ObjectKey::new("default", answer.name.as_deref().unwrap());
+    holds(store, &key, answer.resource_version.as_deref().unwrap()).await;
+    answer
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slices_we_write_come_back_from_what_we_sent_equal_to_what_the_server_holds() {
     for config in [
@@ -172,76 +203,77 @@ async fn slices_we_write_come_back_from_what_we_sent_equal_to_what_the_server_ho
         let stop = CancellationToken::new();
         let (store, echoes, gate) = informer(&client, config, StoredSlice::new, &stop).await;
         let api = Api::<EndpointSlice>::namespaced(client.clone(), "default");
-        let wire = Negotiated::default();
-        let key = ServiceKey::new("default", "web");
-        let mut answers = Vec::new();
 
-        let release = gate.arm();
-        api.create(&PostParams::default(), &slice(ready(true)))
-            .await
-            .unwrap();
-        let created = [slice(ready(true))];
         let writes = Writes {
-            create: &created,
-            update: &[],
+            create: vec![slice(ready(true))],
+            update: Vec::new(),
             delete: &[],
         };
-        let outcome = slice_writer::write_in_order(&api, &wire, &echoes, &key, writes, |c| {
-            if let Change::Created(s) | Change::Updated(s) = c {
-                answers.push(s.metadata.clone());
-            }
-        })
-        .await;
-        assert!(outcome.error.is_none(), "{:?}", outcome.error);
-        release.send(()).unwrap();
-        let answer = answers.pop().unwrap();
-        let name = answer.name.clone().unwrap();
-        let object_key = ObjectKey::new("default", &name);
-        holds(
-            &store,
-            &object_key,
-            answer.resource_version.as_deref().unwrap(),
-        )
-        .await;
+        let answer = write_slice_held(&api, &echoes, &gate, &store, writes).await;
 
         let mut update = slice(ready(false));
-        update.metadata.name = Some(name.clone());
+        update.metadata.name = answer.name.clone();
         update.metadata.resource_version = answer.resource_version.clone();
-        let updated = [update];
-        let release = gate.arm();
-        api.create(&PostParams::default(), &slice(ready(true)))
-            .await
-            .unwrap();
         let writes = Writes {
-            create: &[],
-            update: &updated,
+            create: Vec::new(),
+            update: vec![update],
             delete: &[],
         };
-        let outcome = slice_writer::write_in_order(&api, &wire, &echoes, &key, writes, |c| {
-            if let Change::Created(s) | Change::Updated(s) = c {
-                answers.push(s.metadata.clone());
-            }
-        })
-        .await;
-        assert!(outcome.error.is_none(), "{:?}", outcome.error);
-        release.send(()).unwrap();
-        let answer = answers.pop().unwrap();
-        holds(
-            &store,
-            &object_key,
-            answer.resource_version.as_deref().unwrap(),
-        )
-        .await;
+        let answer = write_slice_held(&api, &echoes, &gate, &store, writes).await;
 
         // Both echoes were applied from what the writer left, and that is what the server
         // holds, decoded as the informer decodes it.
         assert_eq!(echoes.taken(), 2);
         assert!(echoes.is_empty());
+        let name = answer.name.unwrap();
         let mut held = api.get(&name).await.unwrap();
         held.metadata.managed_fields = None;
-        assert_eq!(*store.get(&object_key).unwrap(), StoredSlice::new(held));
+        assert_eq!(
+            *store.get(&ObjectKey::new("default", &name)).unwrap(),
+            StoredSlice::new(held)
+        );
         stop.cancel();
     }
+}
+
+/// Creates `object` as the Endpoints controller's writer does, the informer held behind
+/// another object's add so that the echo comes after the answer; once the informer holds the
+/// written version, checks that it holds what decoding the server's object gives.
+async fn create_endpoints_held(
+    api: &Api<Endpoints>,
+    echoes: &Echoes<Endpoints, StoredEndpoints>,
+    gate: &Gate,
+    store: &Store<StoredEndpoints>,
+    object: &Endpoints,
+) {
+    let name = object.metadata.name.clone().unwrap();
+    let release = gate.arm();
+    let held_behind = Endpoints {
+        metadata: ObjectMeta {
+            name: Some(format!("gate-{name}")),
+            ..ObjectMeta::default()
+        },
+        subsets: None,
+    };
+    api.create(&PostParams::default(), &held_behind)
+        .await
+        .unwrap();
+    let wire = Negotiated::default();
+    let answer = controller::written::write(api, Write::Create, object, &wire)
+        .await
+        .unwrap();
+    echoes.written(object.clone(), &answer.metadata);
+    release.send(()).unwrap();
+    let key = ObjectKey::new("default", &name);
+    holds(
+        store,
+        &key,
+        answer.metadata.resource_version.as_deref().unwrap(),
+    )
+    .await;
+    let mut held = api.get(&name).await.unwrap();
+    held.metadata.managed_fields = None;
+    assert_eq!(*store.get(&key).unwrap(), StoredEndpoints::new(held));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -251,7 +283,6 @@ async fn endpoints_we_write_come_back_from_what_we_sent_equal_to_what_the_server
     let config = watcher::Config::default().streaming_lists();
     let (store, echoes, gate) = informer(&client, config, StoredEndpoints::new, &stop).await;
     let api = Api::<Endpoints>::namespaced(client.clone(), "default");
-    let wire = Negotiated::default();
     let sent = Endpoints {
         metadata: ObjectMeta {
             name: Some("web".into()),
@@ -288,50 +319,10 @@ async fn endpoints_we_write_come_back_from_what_we_sent_equal_to_what_the_server
             }]),
         }]),
     };
-    let release = gate.arm();
-    let other = Endpoints {
-        metadata: ObjectMeta {
-            name: Some("other".into()),
-            ..ObjectMeta::default()
-        },
-        subsets: None,
-    };
-    api.create(&PostParams::default(), &other).await.unwrap();
-    // As the Endpoints controller's writer does after its write.
-    let answer =
-        controller::written::write(&api, controller::wire::objects::Write::Create, &sent, &wire)
-            .await
-            .unwrap();
-    echoes.written(&sent.metadata, &answer.metadata, |metadata| {
-        StoredEndpoints::new(sent.as_stored(metadata))
-    });
-    release.send(()).unwrap();
-    let key = ObjectKey::new("default", "web");
-    holds(
-        &store,
-        &key,
-        answer.metadata.resource_version.as_deref().unwrap(),
-    )
-    .await;
+    create_endpoints_held(&api, &echoes, &gate, &store, &sent).await;
     assert_eq!(echoes.taken(), 1);
-    let mut held = api.get("web").await.unwrap();
-    held.metadata.managed_fields = None;
-    assert_eq!(*store.get(&key).unwrap(), StoredEndpoints::new(held));
 
     // An empty list is sent as one, and comes back absent, as the watch decodes it.
-    let release = gate.arm();
-    api.create(
-        &PostParams::default(),
-        &Endpoints {
-            metadata: ObjectMeta {
-                name: Some("gate".into()),
-                ..ObjectMeta::default()
-            },
-            subsets: None,
-        },
-    )
-    .await
-    .unwrap();
     let empty = Endpoints {
         metadata: ObjectMeta {
             name: Some("empty".into()),
@@ -340,29 +331,8 @@ async fn endpoints_we_write_come_back_from_what_we_sent_equal_to_what_the_server
         },
         subsets: Some(Vec::new()),
     };
-    let answer = controller::written::write(
-        &api,
-        controller::wire::objects::Write::Create,
-        &empty,
-        &wire,
-    )
-    .await
-    .unwrap();
-    echoes.written(&empty.metadata, &answer.metadata, |metadata| {
-        StoredEndpoints::new(empty.as_stored(metadata))
-    });
-    release.send(()).unwrap();
-    let empty_key = ObjectKey::new("default", "empty");
-    holds(
-        &store,
-        &empty_key,
-        answer.metadata.resource_version.as_deref().unwrap(),
-    )
-    .await;
+    create_endpoints_held(&api, &echoes, &gate, &store, &empty).await;
     assert_eq!(echoes.taken(), 2);
-    let mut held = api.get("empty").await.unwrap();
-    held.metadata.managed_fields = None;
-    assert_eq!(*store.get(&empty_key).unwrap(), StoredEndpoints::new(held));
 
     // Another's write of the same object is decoded as ever, and an awaited echo it makes
     // stale is dropped.
@@ -374,7 +344,7 @@ async fn endpoints_we_write_come_back_from_what_we_sent_equal_to_what_the_server
         .unwrap();
     holds(
         &store,
-        &key,
+        &ObjectKey::new("default", "web"),
         replaced.metadata.resource_version.as_deref().unwrap(),
     )
     .await;

@@ -3,8 +3,11 @@
 //! Every field of an endpoint except `addresses` is a Go pointer, so what is present on the
 //! wire is present here, empty or not.
 
-use super::meta::{object_meta, object_meta_to_pb, object_reference, object_reference_to_pb};
-use super::{list, map, repeated, WireKind, WriteKind};
+use super::meta::{
+    canonicalise_reference, object_meta, object_meta_to_pb, object_reference,
+    object_reference_to_pb,
+};
+use super::{list, make_list, make_map, map, repeated, WireKind, WriteKind};
 use k8s_openapi::api::discovery::v1::{
     Endpoint, EndpointConditions, EndpointHints, EndpointPort, EndpointSlice, ForNode, ForZone,
 };
@@ -105,5 +108,20 @@ impl WriteKind for EndpointSlice {
                 app_protocol: p.app_protocol.clone(),
             }),
         }
+    }
+
+    /// `from_message`'s rules, in place.
+    fn canonicalise_body(&mut self) {
+        for e in &mut self.endpoints {
+            make_map(&mut e.deprecated_topology);
+            if let Some(hints) = &mut e.hints {
+                make_list(&mut hints.for_nodes);
+                make_list(&mut hints.for_zones);
+            }
+            if let Some(target) = &mut e.target_ref {
+                canonicalise_reference(target);
+            }
+        }
+        make_list(&mut self.ports);
     }
 }

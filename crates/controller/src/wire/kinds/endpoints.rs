@@ -3,8 +3,11 @@
 //! An address's `ip` and `hostname` and a port's `name` and `protocol` are plain Go fields
 //! (empty reads as absent); `nodeName`, `targetRef` and `appProtocol` are pointers.
 
-use super::meta::{object_meta, object_meta_to_pb, object_reference, object_reference_to_pb};
-use super::{list, plain, repeated, WireKind, WriteKind};
+use super::meta::{
+    canonicalise_reference, object_meta, object_meta_to_pb, object_reference,
+    object_reference_to_pb,
+};
+use super::{list, make_list, make_plain, plain, repeated, WireKind, WriteKind};
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
 use k8s_pb::api::core::v1 as pb;
 
@@ -75,6 +78,27 @@ impl WriteKind for Endpoints {
                     app_protocol: p.app_protocol.clone(),
                 }),
             }),
+        }
+    }
+
+    /// `from_message`'s rules, in place.
+    fn canonicalise_body(&mut self) {
+        make_list(&mut self.subsets);
+        for subset in self.subsets.iter_mut().flatten() {
+            make_list(&mut subset.addresses);
+            make_list(&mut subset.not_ready_addresses);
+            make_list(&mut subset.ports);
+            let addresses = subset.addresses.iter_mut().flatten();
+            for a in addresses.chain(subset.not_ready_addresses.iter_mut().flatten()) {
+                make_plain(&mut a.hostname);
+                if let Some(target) = &mut a.target_ref {
+                    canonicalise_reference(target);
+                }
+            }
+            for p in subset.ports.iter_mut().flatten() {
+                make_plain(&mut p.name);
+                make_plain(&mut p.protocol);
+            }
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `ObjectMeta` and the small types every kind shares, both ways.
 
 use super::partial::{Annotation, PartialMeta};
-use super::{list, map, plain, plain_number, repeated};
+use super::{list, make_plain, map, plain, plain_number, repeated};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
     FieldsV1, ManagedFieldsEntry, MicroTime, ObjectMeta, OwnerReference, Time,
@@ -152,6 +152,21 @@ pub(crate) fn object_reference(r: pb_core::ObjectReference) -> ObjectReference {
         namespace: plain(r.namespace),
         resource_version: plain(r.resource_version),
         uid: plain(r.uid),
+    }
+}
+
+/// What [`object_reference`] makes of a reference, in place.
+pub(crate) fn canonicalise_reference(r: &mut ObjectReference) {
+    for field in [
+        &mut r.api_version,
+        &mut r.field_path,
+        &mut r.kind,
+        &mut r.name,
+        &mut r.namespace,
+        &mut r.resource_version,
+        &mut r.uid,
+    ] {
+        make_plain(field);
     }
 }
 
