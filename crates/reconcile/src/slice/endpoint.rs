@@ -6,6 +6,7 @@ use crate::ip::parse_sloppy;
 use crate::pod_rules::{pod_reference, publishes_hostname, same_reference};
 use crate::projection::{PodInfo, ServiceInfo};
 use crate::slice::{MissingNode, NodeZones};
+use compact_str::CompactString;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions};
 
 /// Builds the endpoint for a pod: its addresses of the family in canonical form (sorted),
@@ -65,25 +66,45 @@ pub fn endpoint_zone(
 
 /// An endpoint's identity across syncs: its sorted addresses, hostname and the pod it points
 /// at. Everything else (node, zone, conditions, uid) can change in place.
+///
+/// Every sync keys each endpoint it wants and each one its slices hold; the strings are short
+/// enough to sit inside the key, and a pod's endpoint has a single address, so building a key
+/// allocates nothing. The order is the sorted address list's, then the other fields'.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EndpointKey {
-    addresses: Vec<String>,
-    hostname: String,
-    namespace: String,
-    name: String,
+    /// The smallest address (none for an endpoint without addresses)...
+    first_address: Option<CompactString>,
+    /// ...and the others, sorted.
+    other_addresses: Vec<CompactString>,
+    hostname: CompactString,
+    namespace: CompactString,
+    name: CompactString,
 }
 
 impl EndpointKey {
     /// The key of an endpoint (never mutates it: addresses are sorted in a copy).
     pub fn of(endpoint: &Endpoint) -> Self {
-        let mut addresses = endpoint.addresses.clone();
-        addresses.sort();
+        let (first_address, other_addresses) = match endpoint.addresses.as_slice() {
+            [] => (None, Vec::new()),
+            [only] => (Some(CompactString::from(only.as_str())), Vec::new()),
+            many => {
+                let mut sorted: Vec<CompactString> = many
+                    .iter()
+                    .map(|a| CompactString::from(a.as_str()))
+                    .collect();
+                sorted.sort();
+                let first = sorted.remove(0);
+                (Some(first), sorted)
+            }
+        };
         let target = endpoint.target_ref.as_ref();
+        let text = |value: Option<&String>| CompactString::from(value.map_or("", String::as_str));
         Self {
-            addresses,
-            hostname: endpoint.hostname.clone().unwrap_or_default(),
-            namespace: target.and_then(|t| t.namespace.clone()).unwrap_or_default(),
-            name: target.and_then(|t| t.name.clone()).unwrap_or_default(),
+            first_address,
+            other_addresses,
+            hostname: text(endpoint.hostname.as_ref()),
+            namespace: text(target.and_then(|t| t.namespace.as_ref())),
+            name: text(target.and_then(|t| t.name.as_ref())),
         }
     }
 }
@@ -183,5 +204,45 @@ mod tests {
         let mut c = a.clone();
         c.hostname = Some("x".into());
         assert_ne!(EndpointKey::of(&a), EndpointKey::of(&c));
+    }
+
+    #[test]
+    fn keys_order_as_sorted_address_lists_then_hostname_then_pod() {
+        use k8s_openapi::api::core::v1::ObjectReference;
+        let endpoint = |addresses: &[&str], hostname: Option<&str>, name: &str| Endpoint {
+            addresses: addresses.iter().map(|a| (*a).to_owned()).collect(),
+            hostname: hostname.map(str::to_owned),
+            target_ref: Some(ObjectReference {
+                namespace: Some("shop".into()),
+                name: Some(name.into()),
+                ..ObjectReference::default()
+            }),
+            ..Endpoint::default()
+        };
+        let endpoints = [
+            endpoint(&["10.0.0.2"], None, "b"),
+            endpoint(&["10.0.0.2", "10.0.0.1"], None, "a"),
+            endpoint(&[], Some("h"), "c"),
+            endpoint(&["10.0.0.1"], Some("h"), "a"),
+            endpoint(&["10.0.0.1"], None, "z"),
+            endpoint(&["10.0.0.1", "10.0.0.3"], None, "a"),
+            endpoint(&["10.0.0.10"], None, "a"),
+        ];
+        // The order of the plain tuple: sorted addresses, hostname, namespace, name.
+        let plain = |e: &Endpoint| {
+            let mut addresses = e.addresses.clone();
+            addresses.sort();
+            let name = e.target_ref.as_ref().and_then(|t| t.name.clone());
+            (addresses, e.hostname.clone().unwrap_or_default(), name)
+        };
+        let mut by_key: Vec<&Endpoint> = endpoints.iter().collect();
+        by_key.sort_by_key(|e| EndpointKey::of(e));
+        let mut by_plain: Vec<&Endpoint> = endpoints.iter().collect();
+        by_plain.sort_by_key(|e| plain(e));
+        assert_eq!(by_key, by_plain);
+        assert_eq!(
+            EndpointKey::of(&endpoint(&["10.0.0.2", "10.0.0.1"], None, "a")),
+            EndpointKey::of(&endpoint(&["10.0.0.1", "10.0.0.2"], None, "a"))
+        );
     }
 }
