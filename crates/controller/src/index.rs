@@ -83,12 +83,15 @@ impl Stores {
         let Some(change) = reconcile::membership::pod_change(old, new) else {
             return Vec::new();
         };
-        let now = self.services_matching(&new.namespace, &new.labels);
-        let before = if change.labels_changed {
-            self.services_matching(&old.namespace, &old.labels)
-        } else {
-            now.clone()
-        };
+        let mut now = self.services_matching(&new.namespace, &new.labels);
+        if !change.labels_changed {
+            // The same Services before and after (a readiness flip, most updates): their
+            // union is each of them once, in order.
+            now.sort_unstable();
+            now.dedup();
+            return now;
+        }
+        let before = self.services_matching(&old.namespace, &old.labels);
         reconcile::membership::services_to_queue(change, &before, &now)
     }
 

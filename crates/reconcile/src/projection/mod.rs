@@ -47,3 +47,12 @@ fn fit_metadata(meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::Objec
         finalizers.shrink_to_fit();
     }
 }
+
+/// `items`, each made into a `U`, in a boxed slice of exactly their number. (Collecting a
+/// `Vec`'s iterator into a box reuses the `Vec`'s buffer when the new elements fit in it, and
+/// then shrinks it: a reallocation for every list whose elements get smaller.)
+pub(crate) fn boxed_map<T, U>(items: Vec<T>, each: impl FnMut(T) -> U) -> Box<[U]> {
+    let mut out = Vec::with_capacity(items.len());
+    out.extend(items.into_iter().map(each));
+    out.into_boxed_slice()
+}

@@ -37,12 +37,10 @@ impl StoredEndpoints {
     /// Keeps `endpoints` (its managedFields already dropped, if the caller wants them gone).
     pub fn new(mut endpoints: Endpoints) -> Self {
         let home = endpoints.metadata.namespace.as_deref();
-        let subsets = endpoints.subsets.take().map(|subsets| {
-            subsets
-                .into_iter()
-                .map(|subset| StoredSubset::new(subset, home))
-                .collect()
-        });
+        let subsets = endpoints
+            .subsets
+            .take()
+            .map(|subsets| super::boxed_map(subsets, |subset| StoredSubset::new(subset, home)));
         super::fit_metadata(&mut endpoints.metadata);
         Self {
             head: endpoints,
@@ -72,11 +70,7 @@ impl StoredEndpoints {
 impl StoredSubset {
     fn new(subset: EndpointSubset, home: Option<&str>) -> Self {
         let addresses = |list: Option<Vec<EndpointAddress>>| {
-            list.map(|list| {
-                list.into_iter()
-                    .map(|address| StoredAddress::new(address, home))
-                    .collect()
-            })
+            list.map(|list| super::boxed_map(list, |address| StoredAddress::new(address, home)))
         };
         Self {
             addresses: addresses(subset.addresses),

@@ -45,10 +45,9 @@ impl StoredSlice {
     /// Keeps `slice` (its managedFields already dropped, if the caller wants them gone).
     pub fn new(mut slice: EndpointSlice) -> Self {
         let home = slice.metadata.namespace.as_deref();
-        let endpoints = std::mem::take(&mut slice.endpoints)
-            .into_iter()
-            .map(|endpoint| StoredEndpoint::new(endpoint, home))
-            .collect();
+        let endpoints = super::boxed_map(std::mem::take(&mut slice.endpoints), |endpoint| {
+            StoredEndpoint::new(endpoint, home)
+        });
         super::fit_metadata(&mut slice.metadata);
         if let Some(ports) = slice.ports.as_mut() {
             ports.shrink_to_fit();
