@@ -178,7 +178,7 @@ impl<K, P> std::fmt::Debug for Echoes<K, P> {
 
 impl<K: Echoed, P: Versioned + Send + Sync + 'static> Echoes<K, P> {
     /// Echoes for the informer that fills `store` with `project`'s output, speaking `wire`
-    /// (made by [`Informer::with_echoes`](super::Informer::with_echoes)).
+    /// (made by [`Informer::echoes`](super::Informer::echoes)).
     pub(super) fn new(store: Store<P>, wire: Negotiated, project: Arc<Projection<K, P>>) -> Self {
         Self {
             table: Arc::default(),
