@@ -1,6 +1,6 @@
 //! One sync of one Service's v1 Endpoints object.
 
-use crate::endpoints::repack::{repack, repack_subsets};
+use crate::endpoints::repack::{repack, repacked_layout, RepackedSubset};
 use crate::endpoints::subsets::addresses_on_ports;
 use crate::endpoints::truncate::truncate;
 use crate::endpoints::{MAX_ADDRESSES, OVER_CAPACITY};
@@ -10,8 +10,9 @@ use crate::pod_rules::same_reference;
 use crate::projection::{PodInfo, ServiceInfo};
 use crate::trigger_time::{self, ANNOTATION};
 use crate::Timestamp;
-use k8s_openapi::api::core::v1::{EndpointAddress, EndpointSubset, Endpoints};
+use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 /// Everything one sync reads.
@@ -142,14 +143,44 @@ fn same_subsets(
 ) -> bool {
     subsets_equal(current, planned)
         || (rules.endpoints_skip_repacked
-            && subsets_equal(&repack_subsets(current, rules.order_hash), planned))
+            && subsets_equal(&repacked_layout(current, rules.order_hash), planned))
 }
 
-/// Subsets compared as multisets, ignoring targetRef resourceVersions and nil-versus-empty
-/// lists. The order of subsets carries no meaning (upstream orders them by a hash of pod
-/// UIDs). Runs on every sync of a Service with an Endpoints object, so it compares fields in
-/// place instead of rendering each subset.
-fn subsets_equal(a: &[EndpointSubset], b: &[EndpointSubset]) -> bool {
+/// A subset's three lists, whether it is an object's or a layout's.
+trait SubsetLists {
+    fn ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress>;
+    fn not_ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress>;
+    fn ports(&self) -> &[EndpointPort];
+}
+
+impl SubsetLists for EndpointSubset {
+    fn ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress> {
+        self.addresses.as_deref().unwrap_or_default().iter()
+    }
+    fn not_ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress> {
+        self.not_ready_addresses
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+    }
+    fn ports(&self) -> &[EndpointPort] {
+        self.ports.as_deref().unwrap_or_default()
+    }
+}
+
+impl<A: Borrow<EndpointAddress>> SubsetLists for RepackedSubset<A> {
+    fn ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress> {
+        self.addresses.iter().map(Borrow::borrow)
+    }
+    fn not_ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress> {
+        self.not_ready_addresses.iter().map(Borrow::borrow)
+    }
+    fn ports(&self) -> &[EndpointPort] {
+        &self.ports
+    }
+}
+
+fn subsets_equal(a: &[impl SubsetLists], b: &[impl SubsetLists]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -161,21 +192,21 @@ fn subsets_equal(a: &[EndpointSubset], b: &[EndpointSubset]) -> bool {
         let found = b
             .iter()
             .zip(used.iter_mut())
-            .find(|(y, used)| !**used && subset_eq(x, y));
+            .find(|(y, used)| !**used && subset_eq(x, *y));
         found.map(|(_, used)| *used = true).is_some()
     })
 }
 
-fn subset_eq(x: &EndpointSubset, y: &EndpointSubset) -> bool {
-    fn list<T>(l: &Option<Vec<T>>) -> &[T] {
-        l.as_deref().unwrap_or(&[])
+fn subset_eq(x: &impl SubsetLists, y: &impl SubsetLists) -> bool {
+    fn addresses_eq<'a>(
+        p: impl ExactSizeIterator<Item = &'a EndpointAddress>,
+        mut q: impl ExactSizeIterator<Item = &'a EndpointAddress>,
+    ) -> bool {
+        p.len() == q.len() && p.zip(&mut q).all(|(p, q)| address_eq(p, q))
     }
-    let addresses_eq = |p: &[EndpointAddress], q: &[EndpointAddress]| {
-        p.len() == q.len() && p.iter().zip(q).all(|(p, q)| address_eq(p, q))
-    };
-    addresses_eq(list(&x.addresses), list(&y.addresses))
-        && addresses_eq(list(&x.not_ready_addresses), list(&y.not_ready_addresses))
-        && list(&x.ports) == list(&y.ports)
+    addresses_eq(x.ready(), y.ready())
+        && addresses_eq(x.not_ready(), y.not_ready())
+        && x.ports() == y.ports()
 }
 
 /// Equal but for the targetRef's resourceVersion. (Destructured, so that a field added to

@@ -13,6 +13,7 @@ use crate::endpoints::subsets::{AddressOnPort, PortSpec};
 use crate::kube_version::OrderHash;
 use crate::upstream_order::endpoints_port_dump;
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset};
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 type AddressKey = (String, String);
@@ -29,12 +30,45 @@ fn address_key(a: &EndpointAddress) -> AddressKey {
     (ip.to_owned(), uid.to_owned())
 }
 
+/// One subset of the canonical layout, over owned addresses or borrowed ones.
+#[derive(Debug)]
+pub struct RepackedSubset<A> {
+    /// Ready addresses, sorted.
+    pub addresses: Vec<A>,
+    /// Not-ready addresses, sorted.
+    pub not_ready_addresses: Vec<A>,
+    /// Ports, in the order hash's order.
+    pub ports: Vec<EndpointPort>,
+}
+
+impl From<RepackedSubset<EndpointAddress>> for EndpointSubset {
+    fn from(subset: RepackedSubset<EndpointAddress>) -> Self {
+        fn list<T>(items: Vec<T>) -> Option<Vec<T>> {
+            (!items.is_empty()).then_some(items)
+        }
+        EndpointSubset {
+            addresses: list(subset.addresses),
+            not_ready_addresses: list(subset.not_ready_addresses),
+            ports: list(subset.ports),
+        }
+    }
+}
+
 /// Builds the canonical subsets, their ports sorted by `hash`.
 pub fn repack(items: Vec<AddressOnPort>, hash: OrderHash) -> Vec<EndpointSubset> {
+    lay_out(items, hash).into_iter().map(Into::into).collect()
+}
+
+/// Lays addresses out in the canonical subsets; an address offered in several subsets is
+/// cloned into all but the last.
+fn lay_out<A: Borrow<EndpointAddress> + Clone>(
+    items: Vec<AddressOnPort<A>>,
+    hash: OrderHash,
+) -> Vec<RepackedSubset<A>> {
     let ranks = address_ranks(&items);
     let distinct = ranks.iter().max().map_or(0, |r| r + 1);
     // The first report of an address is the one kept.
-    let mut addresses: Vec<Option<EndpointAddress>> = vec![None; distinct];
+    let mut addresses: Vec<Option<A>> = vec![None; distinct];
     // Port (None = no port) -> address rank -> ready.
     let mut by_port: BTreeMap<Option<PortSpec>, BTreeMap<usize, bool>> = BTreeMap::new();
     for (item, rank) in items.into_iter().zip(ranks) {
@@ -68,7 +102,7 @@ pub fn repack(items: Vec<AddressOnPort>, hash: OrderHash) -> Vec<EndpointSubset>
         }
     }
 
-    let mut subsets: Vec<EndpointSubset> = groups
+    let mut subsets: Vec<RepackedSubset<A>> = groups
         .into_iter()
         .map(|(set, ports)| {
             // Ranks follow (IP, UID) order, so both lists come out sorted.
@@ -98,10 +132,10 @@ pub fn repack(items: Vec<AddressOnPort>, hash: OrderHash) -> Vec<EndpointSubset>
                 })
                 .collect();
             sort_ports(&mut ports, hash);
-            EndpointSubset {
-                addresses: (!ready.is_empty()).then_some(ready),
-                not_ready_addresses: (!not_ready.is_empty()).then_some(not_ready),
-                ports: (!ports.is_empty()).then_some(ports),
+            RepackedSubset {
+                addresses: ready,
+                not_ready_addresses: not_ready,
+                ports,
             }
         })
         .collect();
@@ -113,15 +147,18 @@ pub fn repack(items: Vec<AddressOnPort>, hash: OrderHash) -> Vec<EndpointSubset>
 
 /// Each item's address as its rank among the distinct addresses in (IP, UID) order: the
 /// repacker groups and sorts these numbers instead of copies of the strings.
-fn address_ranks(items: &[AddressOnPort]) -> Vec<usize> {
-    let mut distinct: Vec<(&str, &str)> = items.iter().map(|i| address_id(&i.address)).collect();
+fn address_ranks<A: Borrow<EndpointAddress>>(items: &[AddressOnPort<A>]) -> Vec<usize> {
+    let mut distinct: Vec<(&str, &str)> = items
+        .iter()
+        .map(|i| address_id(i.address.borrow()))
+        .collect();
     distinct.sort_unstable();
     distinct.dedup();
     items
         .iter()
         .map(|item| {
             // Always found: `distinct` holds every item's key.
-            let id = address_id(&item.address);
+            let id = address_id(item.address.borrow());
             distinct.binary_search(&id).unwrap_or_else(|at| at)
         })
         .collect()
@@ -129,13 +166,30 @@ fn address_ranks(items: &[AddressOnPort]) -> Vec<usize> {
 
 /// Repacks existing subsets into the canonical layout (the input is not modified).
 pub fn repack_subsets(subsets: &[EndpointSubset], hash: OrderHash) -> Vec<EndpointSubset> {
-    repack(addresses_on_ports(subsets), hash)
+    let items = addresses_on_ports(subsets)
+        .into_iter()
+        .map(|item| AddressOnPort {
+            address: item.address.clone(),
+            port: item.port,
+            ready: item.ready,
+        })
+        .collect();
+    repack(items, hash)
+}
+
+/// Existing subsets laid out again in the canonical layout, their addresses borrowed: for
+/// comparing them with a layout without copying them.
+pub fn repacked_layout(
+    subsets: &[EndpointSubset],
+    hash: OrderHash,
+) -> Vec<RepackedSubset<&EndpointAddress>> {
+    lay_out(addresses_on_ports(subsets), hash)
 }
 
 /// Flattens subsets into the repacker's input: every address on every port of its subset (or
 /// on no port when the subset has none), ready addresses before not-ready ones, so the first
 /// copy of an address is the one upstream keeps.
-fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort> {
+fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort<&EndpointAddress>> {
     let mut items = Vec::new();
     for subset in subsets {
         let ports: Vec<Option<PortSpec>> = match subset.ports.as_deref() {
@@ -155,7 +209,7 @@ fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort> {
         for port in ports {
             for (address, ready) in addresses_with_readiness(subset) {
                 items.push(AddressOnPort {
-                    address: address.clone(),
+                    address,
                     port: port.clone(),
                     ready,
                 });
@@ -198,20 +252,20 @@ pub fn sort_ports(ports: &mut [EndpointPort], hash: OrderHash) {
     });
 }
 
-fn subset_order_key(s: &EndpointSubset) -> (Vec<(String, i32)>, Vec<AddressKey>) {
+fn subset_order_key<A: Borrow<EndpointAddress>>(
+    s: &RepackedSubset<A>,
+) -> (Vec<(String, i32)>, Vec<AddressKey>) {
     let ports = s
         .ports
         .iter()
-        .flatten()
         .map(|p| (p.name.clone().unwrap_or_default(), p.port))
         .collect();
     let addrs = s
         .addresses
         .iter()
-        .flatten()
-        .chain(s.not_ready_addresses.iter().flatten())
+        .chain(&s.not_ready_addresses)
         .take(1)
-        .map(address_key)
+        .map(|a| address_key(a.borrow()))
         .collect();
     (ports, addrs)
 }

@@ -20,10 +20,12 @@ pub struct PortSpec {
 }
 
 /// One address offered on one port (or on no port, for a headless Service without ports).
+/// The address is owned when subsets are built from it, borrowed when existing subsets are
+/// only laid out again to be compared.
 #[derive(Debug, Clone)]
-pub struct AddressOnPort {
+pub struct AddressOnPort<A = EndpointAddress> {
     /// The address.
-    pub address: EndpointAddress,
+    pub address: A,
     /// The port; `None` only for port-less headless Services.
     pub port: Option<PortSpec>,
     /// Ready (or published regardless) versus not ready.

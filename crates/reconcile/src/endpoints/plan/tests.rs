@@ -275,6 +275,56 @@ fn from_v1_35_an_object_in_md5_order_is_left_alone_until_something_changes() {
 }
 
 #[test]
+fn from_v1_35_an_object_laid_out_another_way_is_left_alone() {
+    let svc = three_port_service();
+    let pods = vec![
+        pod("a").ip("10.0.0.1").ready(true).build(),
+        pod("b").ip("10.0.0.2").ready(true).build(),
+        pod("c").ip("10.0.0.3").build(),
+    ];
+    let canonical = written_by(KubeVersion::new(1, 36), &svc, &pods);
+    // The same addresses on the same ports, a subset per port, addresses in reverse order.
+    let subset = &canonical.subsets.as_ref().unwrap()[0];
+    let mut scrambled = canonical.clone();
+    scrambled.subsets = Some(
+        subset
+            .ports
+            .iter()
+            .flatten()
+            .rev()
+            .map(|port| EndpointSubset {
+                addresses: subset.addresses.clone().map(|mut a| {
+                    a.reverse();
+                    a
+                }),
+                not_ready_addresses: subset.not_ready_addresses.clone(),
+                ports: Some(vec![port.clone()]),
+            })
+            .collect(),
+    );
+    assert_ne!(scrambled, canonical);
+    for version in [35, 36] {
+        let version = KubeVersion::new(1, version);
+        assert_eq!(
+            plan_following(version, &svc, &pods, Some(&scrambled)).action,
+            EndpointsAction::Unchanged,
+            "{version}"
+        );
+    }
+    let before = plan_following(KubeVersion::new(1, 34), &svc, &pods, Some(&scrambled));
+    assert!(matches!(before.action, EndpointsAction::Update(_)));
+    // One port offered on another address is a difference in any layout.
+    let mut moved = scrambled.clone();
+    moved.subsets.as_mut().unwrap()[0]
+        .addresses
+        .as_mut()
+        .unwrap()[0]
+        .ip = "10.0.0.9".into();
+    let after = plan_following(KubeVersion::new(1, 36), &svc, &pods, Some(&moved));
+    assert!(matches!(after.action, EndpointsAction::Update(_)));
+}
+
+#[test]
 fn changes_update_the_existing_object_keeping_its_resource_version() {
     let mut existing = object(&plan(&web(), &[], None));
     existing.metadata.resource_version = Some("7".into());
