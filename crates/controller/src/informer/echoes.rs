@@ -21,11 +21,11 @@
 //! metadata comes from the server's answer. The echo is projected by the informer's own
 //! projection, from the sent object with the decoder's rules applied in place
 //! ([`Echoed::canonicalise_body`]), so that what the decoder reads as absent (an empty list)
-//! is absent in it too. An event the watch decoded for a key replaces what was left for it unless it
-//! is older, so a projection whose echo went by (the watch was quicker than the answer) does
-//! not stay; a deleted object's goes with it. The table holds only writes whose echo has
-//! not arrived yet, a handful at a time; should the watch stop delivering, it is cleared
-//! beyond [`LIMIT`] entries.
+//! is absent in it too. An event the watch decoded for a key replaces what was left for it
+//! unless it is older, so a projection whose echo went by (the watch was quicker than the
+//! answer) does not stay; a deleted object's goes with it. The table holds only writes whose
+//! echo has not arrived yet, a handful at a time; should the watch stop delivering, it is
+//! cleared beyond [`LIMIT`] entries.
 
 use super::store::FastMap;
 use super::{ObjectKey, Projection, Store};
