@@ -180,6 +180,10 @@ impl<A: Borrow<EndpointAddress>> SubsetLists for RepackedSubset<A> {
     }
 }
 
+/// Subsets compared as multisets, ignoring targetRef resourceVersions and nil-versus-empty
+/// lists. The order of subsets carries no meaning (upstream orders them by a hash of pod
+/// UIDs). Runs on every sync of a Service with an Endpoints object, so it compares fields in
+/// place instead of rendering each subset.
 fn subsets_equal(a: &[impl SubsetLists], b: &[impl SubsetLists]) -> bool {
     if a.len() != b.len() {
         return false;
@@ -200,9 +204,9 @@ fn subsets_equal(a: &[impl SubsetLists], b: &[impl SubsetLists]) -> bool {
 fn subset_eq(x: &impl SubsetLists, y: &impl SubsetLists) -> bool {
     fn addresses_eq<'a>(
         p: impl ExactSizeIterator<Item = &'a EndpointAddress>,
-        mut q: impl ExactSizeIterator<Item = &'a EndpointAddress>,
+        q: impl ExactSizeIterator<Item = &'a EndpointAddress>,
     ) -> bool {
-        p.len() == q.len() && p.zip(&mut q).all(|(p, q)| address_eq(p, q))
+        p.len() == q.len() && p.zip(q).all(|(p, q)| address_eq(p, q))
     }
     addresses_eq(x.ready(), y.ready())
         && addresses_eq(x.not_ready(), y.not_ready())
