@@ -215,15 +215,14 @@ impl Informers {
             NodeInfo::from_node(&n).map(Arc::new)
         });
         // Slices and Endpoints are kept without their managedFields, once the tap read them.
-        let slices = informer(clients, Watched::EndpointSlices, wire, {
+        let mut slices = informer(clients, Watched::EndpointSlices, wire, {
             let tap = tap.clone();
             move |s: EndpointSlice| Some(Arc::new(StoredSlice::new(tap.stripped(s))))
         });
-        let endpoints = informer(clients, Watched::Endpoints, wire, {
+        let mut endpoints = informer(clients, Watched::Endpoints, wire, {
             let tap = tap.clone();
             move |e: Endpoints| Some(Arc::new(StoredEndpoints::new(tap.stripped(e))))
         });
-        let (mut slices, mut endpoints) = (slices, endpoints);
         let (slice_echoes, endpoints_echoes) = (slices.echoes(), endpoints.echoes());
         let slice_store = slices.store();
         let stores = Stores {

@@ -29,7 +29,7 @@
 
 use super::store::FastMap;
 use super::{ObjectKey, Projection, Store};
-use crate::wire::kinds::WriteKind;
+use crate::wire::kinds::{list, plain, WriteKind};
 use crate::wire::{Encoding, Negotiated, WireKind};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use reconcile::projection::{StoredEndpoints, StoredSlice};
@@ -212,12 +212,12 @@ impl<K: Echoed, P: Versioned + Send + Sync + 'static> Echoes<K, P> {
         {
             return;
         }
-        // The decoder's rules for the three: empty reads as absent.
+        // The decoder's rules for the three (`object_meta`'s): empty reads as absent.
         let metadata = sent.metadata_mut();
         *metadata = ObjectMeta {
-            owner_references: metadata.owner_references.take().filter(|r| !r.is_empty()),
-            generate_name: metadata.generate_name.take().filter(|n| !n.is_empty()),
-            finalizers: metadata.finalizers.take().filter(|f| !f.is_empty()),
+            owner_references: metadata.owner_references.take().and_then(list),
+            generate_name: plain(metadata.generate_name.take()),
+            finalizers: metadata.finalizers.take().and_then(list),
             ..answer.clone()
         };
         sent.canonicalise_body();
