@@ -166,15 +166,19 @@ fn address_ranks<A: Borrow<EndpointAddress>>(items: &[AddressOnPort<A>]) -> Vec<
 
 /// Repacks existing subsets into the canonical layout (the input is not modified).
 pub fn repack_subsets(subsets: &[EndpointSubset], hash: OrderHash) -> Vec<EndpointSubset> {
-    let items = addresses_on_ports(subsets)
+    // Laid out borrowed first, so that only the addresses kept are copied.
+    let owned = |addresses: Vec<&EndpointAddress>| addresses.into_iter().cloned().collect();
+    repacked_layout(subsets, hash)
         .into_iter()
-        .map(|item| AddressOnPort {
-            address: item.address.clone(),
-            port: item.port,
-            ready: item.ready,
+        .map(|subset| {
+            RepackedSubset {
+                addresses: owned(subset.addresses),
+                not_ready_addresses: owned(subset.not_ready_addresses),
+                ports: subset.ports,
+            }
+            .into()
         })
-        .collect();
-    repack(items, hash)
+        .collect()
 }
 
 /// Existing subsets laid out again in the canonical layout, their addresses borrowed: for
