@@ -13,15 +13,11 @@
 use crate::address_family::AddressType;
 use crate::labels::slice_labels;
 use crate::projection::ServiceInfo;
+pub use crate::slice::desired::DesiredEndpoints;
 use crate::slice::endpoint::{equal_beyond_key, EndpointKey};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// The wanted endpoints of one group, keyed by identity. Popping takes the smallest key, so
-/// the outcome is the same for the same input.
-pub type DesiredEndpoints = BTreeMap<EndpointKey, Endpoint>;
 
 /// What packing one port group decided.
 #[derive(Debug, Default)]
@@ -168,7 +164,7 @@ fn without_endpoints(slice: &EndpointSlice) -> EndpointSlice {
 fn take_into(slice: &mut EndpointSlice, desired: &mut DesiredEndpoints, max: usize) {
     while slice.endpoints.len() < max {
         match desired.pop_first() {
-            Some((_, endpoint)) => slice.endpoints.push(endpoint),
+            Some(endpoint) => slice.endpoints.push(endpoint),
             None => break,
         }
     }

@@ -8,6 +8,7 @@
 //! [`finalize`] turns creates into updates of slices that would otherwise be deleted.
 //! [`tracker`] is the runtime's memory of what it wrote, used to spot a stale cache.
 
+pub mod desired;
 pub mod endpoint;
 pub mod fill;
 pub mod finalize;

@@ -15,7 +15,7 @@ use crate::slice::{
 use crate::topology::messages::{self, with_address_type};
 use crate::topology::{hints_enabled, TopologyCache};
 use crate::traffic_distribution;
-use k8s_openapi::api::discovery::v1::{EndpointPort, EndpointSlice};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -76,8 +76,8 @@ pub fn plan_slices(input: &SliceInput<'_>, topology: &mut TopologyCache) -> Slic
 /// Existing slices by port group.
 type ExistingGroups = BTreeMap<PortGroupKey, Vec<Arc<EndpointSlice>>>;
 
-/// Endpoints wanted per port group, with the group's ports.
-type DesiredGroups = BTreeMap<PortGroupKey, (Vec<EndpointPort>, DesiredEndpoints)>;
+/// Endpoints wanted per port group (with their keys, in pod order), with the group's ports.
+type DesiredGroups = BTreeMap<PortGroupKey, (Vec<EndpointPort>, Vec<(EndpointKey, Endpoint)>)>;
 
 /// The slices of one address type after the fill, before hints and finalize.
 #[derive(Default)]
@@ -152,7 +152,7 @@ impl AddressTypeSync<'_, '_> {
             let ports = endpoint_ports(service, pod, input.rules.order_hash);
             let group = groups
                 .entry(PortGroupKey::of(Some(&ports)))
-                .or_insert_with(|| (ports, DesiredEndpoints::new()));
+                .or_insert_with(|| (ports, Vec::with_capacity(input.pods.len())));
             let zone = match endpoint_zone(input.nodes, pod, service) {
                 Ok(zone) => zone,
                 Err(missing) => {
@@ -164,7 +164,7 @@ impl AddressTypeSync<'_, '_> {
             };
             let endpoint = pod_to_endpoint(pod, zone.as_deref(), service, self.address_type);
             if !endpoint.addresses.is_empty() {
-                group.1.insert(EndpointKey::of(&endpoint), endpoint);
+                group.1.push((EndpointKey::of(&endpoint), endpoint));
             }
         }
         groups
@@ -185,11 +185,12 @@ impl AddressTypeSync<'_, '_> {
         let empty = Vec::new();
         for (group_key, (ports, endpoints)) in desired.iter_mut() {
             let group_existing = existing_groups.get(group_key).unwrap_or(&empty);
+            let endpoints: DesiredEndpoints = std::mem::take(endpoints).into_iter().collect();
             let wanted = endpoints.len();
             let out = fill_port_group(
                 self.input.service,
                 group_existing,
-                std::mem::take(endpoints),
+                endpoints,
                 ports,
                 self.address_type,
                 self.input.max_endpoints_per_slice,
