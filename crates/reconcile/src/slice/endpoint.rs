@@ -8,6 +8,7 @@ use crate::projection::{PodInfo, ServiceInfo};
 use crate::slice::{MissingNode, NodeZones};
 use compact_str::CompactString;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions};
+use std::net::Ipv4Addr;
 
 /// Builds the endpoint for a pod: its addresses of the family in canonical form (sorted),
 /// conditions (serving = ready; terminating = being deleted; ready = publishNotReadyAddresses
@@ -19,12 +20,11 @@ pub fn pod_to_endpoint(
     service: &ServiceInfo,
     address_type: AddressType,
 ) -> Endpoint {
+    let want_v6 = address_type == AddressType::IPv6;
     let mut addresses: Vec<String> = pod
         .ips
         .iter()
-        .filter_map(|ip| parse_sloppy(ip))
-        .filter(|ip| ip.is_ipv6() == (address_type == AddressType::IPv6))
-        .map(|ip| ip.to_string())
+        .filter_map(|ip| canonical_address(ip, want_v6))
         .collect();
     addresses.sort();
     let serving = pod.ready;
@@ -43,6 +43,17 @@ pub fn pod_to_endpoint(
         target_ref: Some(pod_reference(pod)),
         ..Default::default()
     }
+}
+
+/// A pod IP in canonical form, when it is of the wanted family. Dotted IPv4 that the strict
+/// parser accepts is canonical as it stands (no leading zeros, four octets), so the text is
+/// copied rather than formatted again: a sync builds every endpoint of its Service.
+fn canonical_address(text: &str, want_v6: bool) -> Option<String> {
+    if text.parse::<Ipv4Addr>().is_ok() {
+        return (!want_v6).then(|| text.to_owned());
+    }
+    let ip = parse_sloppy(text)?;
+    (ip.is_ipv6() == want_v6).then(|| ip.to_string())
 }
 
 /// The zone a pod's endpoint carries, from its node (`None` for a node without one). A pod on
@@ -155,6 +166,15 @@ mod tests {
     #[test]
     fn addresses_are_filtered_by_family_and_canonical() {
         let p = pod("a").ip("10.0.0.1").ip("FD00:0:0::0001").build();
+        let sloppy = pod("b").ip("010.000.000.001").ip("::ffff:10.0.0.2").build();
+        let svc = service("s").build();
+        assert_eq!(
+            pod_to_endpoint(&sloppy, None, &svc, AddressType::IPv4).addresses,
+            vec!["10.0.0.1", "10.0.0.2"]
+        );
+        assert!(pod_to_endpoint(&sloppy, None, &svc, AddressType::IPv6)
+            .addresses
+            .is_empty());
         let svc = service("s").build();
         assert_eq!(
             pod_to_endpoint(&p, None, &svc, AddressType::IPv6).addresses,
