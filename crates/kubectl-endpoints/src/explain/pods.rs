@@ -314,10 +314,11 @@ pub(crate) fn offered_addresses(
             let pod = a
                 .address
                 .target_ref
-                .and_then(|t| t.name)
+                .as_ref()
+                .and_then(|t| t.name.clone())
                 .unwrap_or_default();
             seen.insert(a.address.ip.clone())
-                .then_some((a.address.ip, pod))
+                .then(|| (a.address.ip.clone(), pod))
         })
         .collect()
 }

@@ -15,6 +15,7 @@ use crate::upstream_order::endpoints_port_dump;
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset};
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 type AddressKey = (String, String);
 
@@ -41,6 +42,17 @@ pub struct RepackedSubset<A> {
     pub ports: Vec<EndpointPort>,
 }
 
+impl<A> RepackedSubset<A> {
+    /// The same subset with each address turned into a `B` by `f`.
+    fn map_addresses<B>(self, f: impl Fn(A) -> B) -> RepackedSubset<B> {
+        RepackedSubset {
+            addresses: self.addresses.into_iter().map(&f).collect(),
+            not_ready_addresses: self.not_ready_addresses.into_iter().map(&f).collect(),
+            ports: self.ports,
+        }
+    }
+}
+
 impl From<RepackedSubset<EndpointAddress>> for EndpointSubset {
     fn from(subset: RepackedSubset<EndpointAddress>) -> Self {
         fn list<T>(items: Vec<T>) -> Option<Vec<T>> {
@@ -54,9 +66,13 @@ impl From<RepackedSubset<EndpointAddress>> for EndpointSubset {
     }
 }
 
-/// Builds the canonical subsets, their ports sorted by `hash`.
+/// Builds the canonical subsets, their ports sorted by `hash`. An address shared by several
+/// items (one per port of a pod) is copied only for the subsets past its first.
 pub fn repack(items: Vec<AddressOnPort>, hash: OrderHash) -> Vec<EndpointSubset> {
-    lay_out(items, hash).into_iter().map(Into::into).collect()
+    lay_out(items, hash)
+        .into_iter()
+        .map(|subset| subset.map_addresses(Rc::unwrap_or_clone).into())
+        .collect()
 }
 
 /// Lays addresses out in the canonical subsets; an address offered in several subsets is
@@ -167,17 +183,9 @@ fn address_ranks<A: Borrow<EndpointAddress>>(items: &[AddressOnPort<A>]) -> Vec<
 /// Repacks existing subsets into the canonical layout (the input is not modified).
 pub fn repack_subsets(subsets: &[EndpointSubset], hash: OrderHash) -> Vec<EndpointSubset> {
     // Laid out borrowed first, so that only the addresses kept are copied.
-    let owned = |addresses: Vec<&EndpointAddress>| addresses.into_iter().cloned().collect();
     repacked_layout(subsets, hash)
         .into_iter()
-        .map(|subset| {
-            RepackedSubset {
-                addresses: owned(subset.addresses),
-                not_ready_addresses: owned(subset.not_ready_addresses),
-                ports: subset.ports,
-            }
-            .into()
-        })
+        .map(|subset| subset.map_addresses(EndpointAddress::clone).into())
         .collect()
 }
 

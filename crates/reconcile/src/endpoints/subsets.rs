@@ -5,6 +5,7 @@ use crate::find_port::find_port;
 use crate::pod_rules::{is_endpoint_candidate, pod_reference, publishes_hostname};
 use crate::projection::{PodInfo, ServiceInfo};
 use k8s_openapi::api::core::v1::EndpointAddress;
+use std::rc::Rc;
 
 /// A port of an Endpoints subset.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -20,10 +21,11 @@ pub struct PortSpec {
 }
 
 /// One address offered on one port (or on no port, for a headless Service without ports).
-/// The address is owned when subsets are built from it, borrowed when existing subsets are
-/// only laid out again to be compared.
+/// The address is shared by a pod's ports when subsets are built from it (the repacker keeps
+/// one copy per subset, not one per port), borrowed when existing subsets are only laid out
+/// again to be compared.
 #[derive(Debug, Clone)]
-pub struct AddressOnPort<A = EndpointAddress> {
+pub struct AddressOnPort<A = Rc<EndpointAddress>> {
     /// The address.
     pub address: A,
     /// The port; `None` only for port-less headless Services.
@@ -46,12 +48,12 @@ pub fn addresses_on_ports(service: &ServiceInfo, pods: &[&PodInfo]) -> Vec<Addre
         let Some(ip) = endpoints_address(service, pod) else {
             continue;
         };
-        let address = EndpointAddress {
+        let address = Rc::new(EndpointAddress {
             ip,
             node_name: Some(pod.node_name.to_string()),
             hostname: publishes_hostname(pod, service).then(|| pod.hostname().to_owned()),
             target_ref: Some(pod_reference(pod)),
-        };
+        });
         let ready = publish_all || pod.ready;
         if service.ports.is_empty() {
             // Only a headless Service may go without ports.
@@ -69,7 +71,7 @@ pub fn addresses_on_ports(service: &ServiceInfo, pods: &[&PodInfo]) -> Vec<Addre
                 continue;
             };
             out.push(AddressOnPort {
-                address: address.clone(),
+                address: Rc::clone(&address),
                 port: Some(PortSpec {
                     name: sp.name.clone(),
                     port,

@@ -24,7 +24,7 @@ fn port(name: &str, n: i32) -> Option<PortSpec> {
 
 fn item(ip: &str, uid: &str, p: Option<PortSpec>, ready: bool) -> AddressOnPort {
     AddressOnPort {
-        address: addr(ip, uid),
+        address: std::rc::Rc::new(addr(ip, uid)),
         port: p,
         ready,
     }
