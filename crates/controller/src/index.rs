@@ -53,11 +53,9 @@ impl Stores {
         let Some(candidates) = self.labels.pod_candidates(&service.namespace, selector) else {
             return Vec::new();
         };
-        candidates
-            .iter()
-            .filter_map(|key| self.pods.get(key))
-            .filter(|p| p.namespace == service.namespace && selector_matches(selector, &p.labels))
-            .collect()
+        self.pods.get_each(&candidates, |p| {
+            p.namespace == service.namespace && selector_matches(selector, &p.labels)
+        })
     }
 
     /// The services of the pod's namespace whose selector matches these labels.

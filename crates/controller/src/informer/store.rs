@@ -235,6 +235,21 @@ impl<P: Send + Sync + 'static> Store<P> {
         read(&self.inner).objects.get(key).cloned()
     }
 
+    /// The objects stored under `keys` that `keep` accepts, in the keys' order, read under one
+    /// lock (a sync reads every pod of its Service).
+    pub fn get_each<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k ObjectKey>,
+        keep: impl Fn(&P) -> bool,
+    ) -> Vec<Arc<P>> {
+        let inner = read(&self.inner);
+        keys.into_iter()
+            .filter_map(|key| inner.objects.get(key))
+            .filter(|object| keep(object))
+            .cloned()
+            .collect()
+    }
+
     /// Every stored object, in no particular order.
     pub fn list(&self) -> Vec<Arc<P>> {
         read(&self.inner).objects.values().cloned().collect()
