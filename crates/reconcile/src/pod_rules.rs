@@ -49,7 +49,7 @@ pub fn pod_reference(pod: &PodInfo) -> ObjectReference {
         kind: Some("Pod".into()),
         namespace: Some(pod.namespace.to_string()),
         name: Some(pod.name.to_string()),
-        uid: Some(pod.uid.to_string()),
+        uid: Some(pod.uid.to_text()),
         ..Default::default()
     }
 }

@@ -56,7 +56,7 @@ impl CompactRef {
     /// the namespace given to it then.
     pub fn to_object_ref(&self, home: Option<&str>) -> ObjectReference {
         let name = string(&self.name);
-        let uid = self.uid.as_ref().map(super::Uid::to_string);
+        let uid = self.uid.as_ref().map(super::Uid::to_text);
         match self.other.as_deref() {
             None => ObjectReference {
                 kind: Some("Pod".to_owned()),

@@ -52,28 +52,61 @@ impl Uid {
     }
 }
 
-/// The 16 bytes of a canonical lowercase UUID, `None` for any other text.
+/// The 16 bytes of a canonical lowercase UUID, `None` for any other text. Every slice and
+/// Endpoints object projected parses the uid of each pod it points at, so this is one pass
+/// over the text.
 fn parse_uuid(text: &str) -> Option<[u8; 16]> {
-    let bytes = text.as_bytes();
-    if bytes.len() != 36 || DASHES.iter().any(|&i| bytes[i] != b'-') {
-        return None;
-    }
-    let mut digits = bytes
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !DASHES.contains(i))
-        .map(|(_, &b)| match b {
+    fn digit(b: u8) -> Option<u8> {
+        match b {
             b'0'..=b'9' => Some(b - b'0'),
             b'a'..=b'f' => Some(b - b'a' + 10),
             _ => None,
-        });
+        }
+    }
+    let bytes = text.as_bytes();
+    if bytes.len() != 36 {
+        return None;
+    }
     let mut out = [0u8; 16];
+    let mut at = 0;
     for byte in &mut out {
-        let high = digits.next()??;
-        let low = digits.next()??;
-        *byte = high << 4 | low;
+        if DASHES.contains(&at) {
+            if bytes[at] != b'-' {
+                return None;
+            }
+            at += 1;
+        }
+        *byte = digit(bytes[at])? << 4 | digit(bytes[at + 1])?;
+        at += 2;
     }
     Some(out)
+}
+
+/// The canonical text of a UUID's 16 bytes.
+fn uuid_text(bytes: &[u8; 16]) -> [u8; 36] {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = [b'-'; 36];
+    let mut at = 0;
+    for byte in bytes {
+        if DASHES.contains(&at) {
+            at += 1;
+        }
+        text[at] = HEX[usize::from(byte >> 4)];
+        text[at + 1] = HEX[usize::from(byte & 0xf)];
+        at += 2;
+    }
+    text
+}
+
+impl Uid {
+    /// The uid as text, as [`ToString`] would give it without going through a formatter:
+    /// every endpoint a sync builds carries its pod's uid.
+    pub fn to_text(&self) -> String {
+        match &self.0 {
+            Repr::Text(text) => text.to_string(),
+            Repr::Uuid(bytes) => uuid_text(bytes).iter().map(|&b| char::from(b)).collect(),
+        }
+    }
 }
 
 impl fmt::Display for Uid {
@@ -81,21 +114,8 @@ impl fmt::Display for Uid {
         match &self.0 {
             Repr::Text(text) => f.write_str(text),
             Repr::Uuid(bytes) => {
-                // Every endpoint a sync builds prints its pod's uid: one write of the whole
-                // text, not 20 small formatted ones.
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                let mut text = [b'-'; 36];
-                let mut at = 0;
-                for byte in bytes {
-                    if DASHES.contains(&at) {
-                        at += 1;
-                    }
-                    text[at] = HEX[usize::from(byte >> 4)];
-                    text[at + 1] = HEX[usize::from(byte & 0xf)];
-                    at += 2;
-                }
-                // Only ASCII hex digits and dashes were written.
-                f.write_str(std::str::from_utf8(&text).map_err(|_| fmt::Error)?)
+                // Only ASCII hex digits and dashes are written.
+                f.write_str(std::str::from_utf8(&uuid_text(bytes)).map_err(|_| fmt::Error)?)
             }
         }
     }
@@ -144,6 +164,7 @@ mod tests {
         let uid = Uid::new(text);
         assert!(matches!(uid.0, Repr::Uuid(_)));
         assert_eq!(uid.to_string(), text);
+        assert_eq!(uid.to_text(), text);
         assert_eq!(uid, text);
         assert_eq!(uid.heap_bytes(), 0);
         assert_eq!(format!("{uid:?}"), format!("{text:?}"));
@@ -169,6 +190,7 @@ mod tests {
             let uid = Uid::new(text);
             assert!(matches!(uid.0, Repr::Text(_)), "{text}");
             assert_eq!(uid.to_string(), text);
+            assert_eq!(uid.to_text(), text);
             assert_eq!(uid, text);
         }
         assert!(Uid::default().is_empty());
