@@ -27,11 +27,6 @@ pub struct DesiredEndpoints {
 }
 
 impl DesiredEndpoints {
-    /// No endpoints.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// How many endpoints are left.
     pub fn len(&self) -> usize {
         self.left

@@ -175,7 +175,6 @@ mod tests {
         assert!(pod_to_endpoint(&sloppy, None, &svc, AddressType::IPv6)
             .addresses
             .is_empty());
-        let svc = service("s").build();
         assert_eq!(
             pod_to_endpoint(&p, None, &svc, AddressType::IPv6).addresses,
             vec!["fd00::1"]
