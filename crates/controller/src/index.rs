@@ -177,7 +177,7 @@ where
         + std::fmt::Debug
         + Send
         + 'static,
-    P: PartialEq + Send + Sync + 'static,
+    P: crate::informer::store::Keyed + PartialEq + Send + Sync + 'static,
 {
     // The first state comes as a streaming list (a watch with `sendInitialEvents`, what
     // kube-apiserver calls WatchList, on by default since v1.34): served from the watch

@@ -74,8 +74,9 @@ where
     }
 }
 
-/// What a projection says of the version it was made from.
-pub trait Versioned {
+/// What a projection says of the version it was made from (and, as every stored object
+/// does, of where it lives).
+pub trait Versioned: super::store::Keyed {
     /// The resourceVersion of the object projected.
     fn resource_version(&self) -> Option<&str>;
 }

@@ -34,7 +34,7 @@ pub use echoes::Echoes;
 use echoes::Recognised;
 pub use progress::Progress;
 pub use relist::{Applier, Change};
-pub use store::{Index, IndexFn, ObjectKey, Store};
+pub use store::{Index, IndexFn, Keyed, ObjectKey, Store};
 pub use watch_health::WatchHealth;
 
 use crate::wire::watcher::{Echo, Item, Recognise, Recognition};
@@ -118,7 +118,7 @@ pub struct Informer<K, P> {
 impl<K, P> Informer<K, P>
 where
     K: WireKind + Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + 'static,
-    P: PartialEq + Send + Sync + 'static,
+    P: store::Keyed + PartialEq + Send + Sync + 'static,
 {
     /// An informer watching `api` with `config` (label selectors and the like; the default
     /// config lists with plain paged lists, which any API server supports) and keeping

@@ -36,7 +36,7 @@ pub struct Applier<P> {
     relist: Option<FastMap<ObjectKey, Arc<P>>>,
 }
 
-impl<P: PartialEq + Send + Sync + 'static> Applier<P> {
+impl<P: super::store::Keyed + PartialEq + Send + Sync + 'static> Applier<P> {
     /// An applier writing into `store`.
     pub fn new(store: Store<P>) -> Self {
         Self {
@@ -117,6 +117,15 @@ mod tests {
     struct Pod {
         name: &'static str,
         version: u32,
+    }
+
+    impl crate::informer::store::Keyed for Pod {
+        fn namespace(&self) -> &str {
+            "default"
+        }
+        fn name(&self) -> &str {
+            self.name
+        }
     }
 
     fn key(name: &str) -> ObjectKey {

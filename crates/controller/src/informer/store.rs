@@ -1,5 +1,9 @@
 //! The informer's cache: compact projections by object key, plus secondary indexes.
 //!
+//! Each projection carries its own namespace and name ([`Keyed`]), so the table holds one
+//! pointer per object and no copy of its key: for 10,000 pods, a table of 16,384 slots of 8
+//! bytes rather than of 56 (the key's two inline strings and the pointer).
+//!
 //! Workers read it while the informer writes it, so it sits behind one `RwLock` whose
 //! critical sections are a few map operations, never an await. Objects are shared as
 //! `Arc<P>`: a reader holds its snapshot of an object for as long as it likes without
@@ -8,9 +12,10 @@
 //! always agrees with the objects it returns.
 
 use compact_str::CompactString;
+use hashbrown::hash_table::{Entry, HashTable};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// The hash map of the stores and their indexes: keyed by names the API server gave, hashed
@@ -51,6 +56,110 @@ impl fmt::Display for ObjectKey {
         } else {
             write!(f, "{}/{}", self.namespace, self.name)
         }
+    }
+}
+
+/// An object that knows where it lives: what a [`Store`] keeps, found by these two.
+pub trait Keyed {
+    /// Its namespace; empty for cluster-scoped objects.
+    fn namespace(&self) -> &str;
+    /// Its name.
+    fn name(&self) -> &str;
+
+    /// Whether it lives at `key`.
+    fn is_at(&self, key: &ObjectKey) -> bool {
+        self.name() == key.name && self.namespace() == key.namespace
+    }
+
+    /// Its key.
+    fn key(&self) -> ObjectKey {
+        ObjectKey::new(self.namespace(), self.name())
+    }
+}
+
+impl<T: Keyed + ?Sized> Keyed for Arc<T> {
+    fn namespace(&self) -> &str {
+        (**self).namespace()
+    }
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+}
+
+/// Kubernetes' own kinds, by their metadata.
+macro_rules! keyed_by_metadata {
+    ($($kind:ty),* $(,)?) => {$(
+        impl Keyed for $kind {
+            fn namespace(&self) -> &str {
+                self.metadata.namespace.as_deref().unwrap_or_default()
+            }
+            fn name(&self) -> &str {
+                self.metadata.name.as_deref().unwrap_or_default()
+            }
+        }
+    )*};
+}
+
+keyed_by_metadata!(
+    k8s_openapi::api::core::v1::Pod,
+    k8s_openapi::api::core::v1::Node,
+    k8s_openapi::api::core::v1::Service,
+    k8s_openapi::api::core::v1::Endpoints,
+    k8s_openapi::api::discovery::v1::EndpointSlice,
+    reconcile::projection::PartialPod,
+);
+
+impl Keyed for k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+    fn namespace(&self) -> &str {
+        self.namespace.as_deref().unwrap_or_default()
+    }
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or_default()
+    }
+}
+
+impl Keyed for reconcile::projection::PodInfo {
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Keyed for reconcile::projection::ServiceInfo {
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Keyed for reconcile::projection::NodeInfo {
+    fn namespace(&self) -> &str {
+        ""
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Keyed for reconcile::projection::StoredSlice {
+    fn namespace(&self) -> &str {
+        self.without_endpoints().namespace()
+    }
+    fn name(&self) -> &str {
+        self.without_endpoints().name()
+    }
+}
+
+impl Keyed for reconcile::projection::StoredEndpoints {
+    fn namespace(&self) -> &str {
+        self.without_subsets().namespace()
+    }
+    fn name(&self) -> &str {
+        self.without_subsets().name()
     }
 }
 
@@ -123,6 +232,7 @@ where
 
 impl<P, I> Index<P, I>
 where
+    P: Keyed,
     I: Eq + Hash,
 {
     /// The objects whose index value is `value`, ordered by key.
@@ -133,7 +243,7 @@ where
         keys.get(value)
             .into_iter()
             .flatten()
-            .filter_map(|key| objects.objects.get(key).cloned())
+            .filter_map(|key| objects.get(key).cloned())
             .collect()
     }
 
@@ -182,15 +292,53 @@ impl<P> fmt::Debug for Store<P> {
 }
 
 struct StoreInner<P> {
-    objects: FastMap<ObjectKey, Arc<P>>,
+    /// Each object once, at the hash of its own key.
+    objects: HashTable<Arc<P>>,
+    hasher: foldhash::fast::RandomState,
     indexes: Vec<Arc<dyn Maintain<P>>>,
+}
+
+impl<P: Keyed> StoreInner<P> {
+    fn hash(hasher: &foldhash::fast::RandomState, namespace: &str, name: &str) -> u64 {
+        hasher.hash_one((namespace, name))
+    }
+
+    fn get(&self, key: &ObjectKey) -> Option<&Arc<P>> {
+        let hash = Self::hash(&self.hasher, &key.namespace, &key.name);
+        self.objects.find(hash, |object| object.is_at(key))
+    }
+
+    /// Puts `object` in place of the one at its key, and returns that one.
+    fn put(&mut self, object: Arc<P>) -> Option<Arc<P>> {
+        let hasher = &self.hasher;
+        let hash = Self::hash(hasher, object.namespace(), object.name());
+        let entry = self.objects.entry(
+            hash,
+            |held| held.name() == object.name() && held.namespace() == object.namespace(),
+            |held| Self::hash(hasher, held.namespace(), held.name()),
+        );
+        match entry {
+            Entry::Occupied(mut held) => Some(std::mem::replace(held.get_mut(), object)),
+            Entry::Vacant(free) => {
+                free.insert(object);
+                None
+            }
+        }
+    }
+
+    fn take(&mut self, key: &ObjectKey) -> Option<Arc<P>> {
+        let hash = Self::hash(&self.hasher, &key.namespace, &key.name);
+        let held = self.objects.find_entry(hash, |object| object.is_at(key));
+        held.ok().map(|held| held.remove().0)
+    }
 }
 
 impl<P> Default for Store<P> {
     fn default() -> Self {
         Self {
             inner: Arc::new(RwLock::new(StoreInner {
-                objects: FastMap::default(),
+                objects: HashTable::new(),
+                hasher: foldhash::fast::RandomState::default(),
                 indexes: Vec::new(),
             })),
             relist: Arc::new(tokio::sync::Notify::new()),
@@ -210,7 +358,7 @@ fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl<P: Send + Sync + 'static> Store<P> {
+impl<P: Keyed + Send + Sync + 'static> Store<P> {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
@@ -232,7 +380,7 @@ impl<P: Send + Sync + 'static> Store<P> {
 
     /// The object stored under `key`.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<P>> {
-        read(&self.inner).objects.get(key).cloned()
+        read(&self.inner).get(key).cloned()
     }
 
     /// The objects stored under `keys` that `keep` accepts, in the keys' order, read under one
@@ -244,7 +392,7 @@ impl<P: Send + Sync + 'static> Store<P> {
     ) -> Vec<Arc<P>> {
         let inner = read(&self.inner);
         keys.into_iter()
-            .filter_map(|key| inner.objects.get(key))
+            .filter_map(|key| inner.get(key))
             .filter(|object| keep(object))
             .cloned()
             .collect()
@@ -252,12 +400,12 @@ impl<P: Send + Sync + 'static> Store<P> {
 
     /// Every stored object, in no particular order.
     pub fn list(&self) -> Vec<Arc<P>> {
-        read(&self.inner).objects.values().cloned().collect()
+        read(&self.inner).objects.iter().cloned().collect()
     }
 
     /// Every stored key, ordered.
     pub fn keys(&self) -> Vec<ObjectKey> {
-        let mut keys: Vec<ObjectKey> = read(&self.inner).objects.keys().cloned().collect();
+        let mut keys: Vec<ObjectKey> = read(&self.inner).objects.iter().map(|o| o.key()).collect();
         keys.sort();
         keys
     }
@@ -286,8 +434,8 @@ impl<P: Send + Sync + 'static> Store<P> {
             keys: RwLock::new(FastMap::default()),
         });
         let mut inner = write(&self.inner);
-        for (key, object) in &inner.objects {
-            entries.insert(key, object);
+        for object in &inner.objects {
+            entries.insert(&object.key(), object);
         }
         inner
             .indexes
@@ -327,8 +475,9 @@ impl<P: Send + Sync + 'static> Store<P> {
         let mut removed: Vec<(ObjectKey, Arc<P>)> = inner
             .objects
             .iter()
-            .filter(|(key, _)| !listed.contains_key(*key))
-            .map(|(key, object)| (key.clone(), Arc::clone(object)))
+            .map(|object| (object.key(), object))
+            .filter(|(key, _)| !listed.contains_key(key))
+            .map(|(key, object)| (key, Arc::clone(object)))
             .collect();
         for (key, _) in &removed {
             Self::remove_locked(&mut inner, key);
@@ -336,7 +485,7 @@ impl<P: Send + Sync + 'static> Store<P> {
         let mut added = Vec::new();
         let mut updated = Vec::new();
         for (key, new) in listed {
-            match inner.objects.get(&key) {
+            match inner.get(&key) {
                 None => {
                     Self::insert_locked(&mut inner, key.clone(), Arc::clone(&new));
                     added.push((key, new));
@@ -360,8 +509,10 @@ impl<P: Send + Sync + 'static> Store<P> {
         }
     }
 
+    /// Stores `object`, which lives at `key`.
     fn insert_locked(inner: &mut StoreInner<P>, key: ObjectKey, object: Arc<P>) -> Option<Arc<P>> {
-        let old = inner.objects.insert(key.clone(), Arc::clone(&object));
+        debug_assert!(object.is_at(&key), "an object stored at {key} names another key");
+        let old = inner.put(Arc::clone(&object));
         for index in &inner.indexes {
             if let Some(old) = &old {
                 index.remove(&key, old);
@@ -372,7 +523,7 @@ impl<P: Send + Sync + 'static> Store<P> {
     }
 
     fn remove_locked(inner: &mut StoreInner<P>, key: &ObjectKey) -> Option<Arc<P>> {
-        let old = inner.objects.remove(key)?;
+        let old = inner.take(key)?;
         for index in &inner.indexes {
             index.remove(key, &old);
         }
@@ -386,22 +537,35 @@ mod tests {
 
     #[derive(Debug, PartialEq)]
     struct Slice {
+        key: ObjectKey,
         service: Option<&'static str>,
     }
 
-    fn slice(service: &'static str) -> Arc<Slice> {
-        Arc::new(Slice {
-            service: Some(service),
-        })
+    impl Keyed for Slice {
+        fn namespace(&self) -> &str {
+            &self.key.namespace
+        }
+        fn name(&self) -> &str {
+            &self.key.name
+        }
+    }
+
+    /// Stores a slice of `service` at `key`.
+    fn put(store: &Store<Slice>, key: &ObjectKey, service: Option<&'static str>) {
+        let slice = Slice {
+            key: key.clone(),
+            service,
+        };
+        store.insert(key.clone(), Arc::new(slice));
     }
 
     #[test]
     fn namespace_index_lists_the_objects_of_one_namespace_in_key_order() {
         let store = Store::new();
         let by_namespace = store.add_namespace_index();
-        store.insert(ObjectKey::new("a", "y"), slice("s"));
-        store.insert(ObjectKey::new("a", "x"), slice("s"));
-        store.insert(ObjectKey::new("b", "x"), slice("s"));
+        put(&store, &ObjectKey::new("a", "y"), Some("s"));
+        put(&store, &ObjectKey::new("a", "x"), Some("s"));
+        put(&store, &ObjectKey::new("b", "x"), Some("s"));
         assert_eq!(
             by_namespace.keys(&"a".into()),
             [ObjectKey::new("a", "x"), ObjectKey::new("a", "y")]
@@ -417,23 +581,23 @@ mod tests {
             slice.service.map(|s| (key.namespace.clone(), s))
         });
         let key = ObjectKey::new("ns", "web-abc");
-        store.insert(key.clone(), slice("web"));
+        put(&store, &key, Some("web"));
         assert_eq!(
             by_service.keys(&("ns".into(), "web")),
             std::slice::from_ref(&key)
         );
 
-        store.insert(key.clone(), slice("db"));
+        put(&store, &key, Some("db"));
         assert!(by_service.keys(&("ns".into(), "web")).is_empty());
         assert_eq!(
             by_service.keys(&("ns".into(), "db")),
             std::slice::from_ref(&key)
         );
 
-        store.insert(key.clone(), Arc::new(Slice { service: None }));
+        put(&store, &key, None);
         assert!(by_service.keys(&("ns".into(), "db")).is_empty());
 
-        store.insert(key.clone(), slice("db"));
+        put(&store, &key, Some("db"));
         store.remove(&key);
         assert!(by_service.keys(&("ns".into(), "db")).is_empty());
         assert!(store.is_empty());
@@ -444,17 +608,50 @@ mod tests {
         let store = Store::new();
         let by_service = store.add_index(|_: &ObjectKey, slice: &Slice| slice.service);
         let key = ObjectKey::new("ns", "web-abc");
-        store.insert(key.clone(), slice("web"));
-        store.insert(key.clone(), slice("web"));
+        put(&store, &key, Some("web"));
+        put(&store, &key, Some("web"));
         assert_eq!(by_service.keys(&"web"), [key]);
     }
 
     #[test]
     fn an_index_added_late_is_filled_from_the_stored_objects() {
         let store = Store::new();
-        store.insert(ObjectKey::new("a", "x"), slice("s"));
+        put(&store, &ObjectKey::new("a", "x"), Some("s"));
         let by_namespace = store.add_namespace_index();
         assert_eq!(by_namespace.get(&"a".into()).len(), 1);
+    }
+
+    #[test]
+    fn objects_are_found_by_the_key_they_carry() {
+        let store = Store::new();
+        for (namespace, name) in [("a", "x"), ("b", "x"), ("a", "y"), ("", "x")] {
+            put(&store, &ObjectKey::new(namespace, name), Some("s"));
+        }
+        assert_eq!(store.len(), 4);
+        put(&store, &ObjectKey::new("a", "x"), Some("t"));
+        assert_eq!(store.len(), 4, "the same key replaces");
+        let found = store.get(&ObjectKey::new("a", "x")).unwrap();
+        assert_eq!(found.service, Some("t"));
+        assert_eq!(found.key, ObjectKey::new("a", "x"));
+        assert_eq!(store.get(&ObjectKey::cluster("x")).unwrap().key.namespace, "");
+        assert!(store.get(&ObjectKey::new("b", "y")).is_none());
+        // "a"/"bc" and "ab"/"c" must not meet: the two parts are hashed and compared apart.
+        put(&store, &ObjectKey::new("a", "bc"), Some("s"));
+        assert!(store.get(&ObjectKey::new("ab", "c")).is_none());
+        assert_eq!(
+            store.keys(),
+            [
+                ObjectKey::cluster("x"),
+                ObjectKey::new("a", "bc"),
+                ObjectKey::new("a", "x"),
+                ObjectKey::new("a", "y"),
+                ObjectKey::new("b", "x"),
+            ]
+        );
+        assert!(store.remove(&ObjectKey::new("a", "x")).is_some());
+        assert!(store.remove(&ObjectKey::new("a", "x")).is_none());
+        assert!(store.get(&ObjectKey::new("a", "x")).is_none());
+        assert_eq!(store.len(), 4);
     }
 
     #[test]

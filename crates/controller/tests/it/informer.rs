@@ -8,7 +8,7 @@ use std::sync::Arc;
 use testkit::within;
 
 use apiserver::{ApiServer, Config};
-use controller::informer::{Handler, Informer, ObjectKey, Store};
+use controller::informer::{Handler, Informer, Keyed, ObjectKey, Store};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
@@ -21,12 +21,23 @@ use tokio_util::sync::CancellationToken;
 /// The compact view the tests keep: enough to tell versions apart.
 #[derive(Debug, PartialEq)]
 struct PodView {
+    namespace: String,
     name: String,
     resource_version: String,
 }
 
+impl Keyed for PodView {
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 fn project(pod: PartialPod) -> Option<Arc<PodView>> {
     Some(Arc::new(PodView {
+        namespace: pod.metadata.namespace?,
         name: pod.metadata.name?,
         resource_version: pod.metadata.resource_version?,
     }))
@@ -260,6 +271,7 @@ async fn a_requested_relist_replaces_what_the_watch_never_corrected() {
     // and an old version of one it does, which no watch event will ever replace.
     let view = |name: &str, resource_version: &str| {
         Arc::new(PodView {
+            namespace: "default".into(),
             name: name.into(),
             resource_version: resource_version.into(),
         })

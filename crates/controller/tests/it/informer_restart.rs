@@ -11,8 +11,9 @@ use std::task::{Context, Poll};
 use testkit::within;
 
 use apiserver::{ApiServer, Config};
-use controller::informer::{Handler, Informer};
+use controller::informer::{Handler, Informer, Keyed};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::PostParams;
 use kube::runtime::watcher;
 use kube::{Api, Client};
@@ -50,15 +51,16 @@ impl tower::Service<http::Request<kube::client::Body>> for Swappable {
 
 struct Recorder(mpsc::UnboundedSender<String>);
 
-impl Handler<String> for Recorder {
-    fn on_add(&self, new: &Arc<String>) {
-        let _ = self.0.send(format!("add {new}"));
+/// Reports each pod by name.
+impl Handler<ObjectMeta> for Recorder {
+    fn on_add(&self, new: &Arc<ObjectMeta>) {
+        let _ = self.0.send(format!("add {}", new.name()));
     }
-    fn on_update(&self, _: &Arc<String>, new: &Arc<String>) {
-        let _ = self.0.send(format!("update {new}"));
+    fn on_update(&self, _: &Arc<ObjectMeta>, new: &Arc<ObjectMeta>) {
+        let _ = self.0.send(format!("update {}", new.name()));
     }
-    fn on_delete(&self, old: &Arc<String>) {
-        let _ = self.0.send(format!("delete {old}"));
+    fn on_delete(&self, old: &Arc<ObjectMeta>) {
+        let _ = self.0.send(format!("delete {}", old.name()));
     }
 }
 
@@ -81,7 +83,7 @@ async fn informer_relists_when_the_server_comes_back_with_fresh_state() {
     let informer = Informer::new(
         Api::<PartialPod>::namespaced(client.clone(), "default"),
         watcher::Config::default(),
-        |pod: PartialPod| pod.metadata.name.map(Arc::new),
+        |pod: PartialPod| Some(Arc::new(pod.metadata)),
     );
     let store = informer.store();
     let (tx, mut events) = mpsc::unbounded_channel();
