@@ -4,6 +4,7 @@
 use crate::informer::store::{Index, ObjectKey, Store};
 use crate::informer::{Echoes, Handler, Informer, Synced};
 use crate::migration_guard::ManagedFieldsTap;
+use compact_str::CompactString;
 use k8s_openapi::api::core::v1::{Endpoints, Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::watcher;
@@ -27,7 +28,7 @@ pub struct Stores {
     /// EndpointSlices, their endpoints kept compact.
     pub slices: Store<StoredSlice>,
     /// Slices by (namespace, service-name label).
-    pub slices_by_service: Index<StoredSlice, (String, String)>,
+    pub slices_by_service: Index<StoredSlice, (CompactString, CompactString)>,
     /// v1 Endpoints, their addresses kept compact.
     pub endpoints: Store<StoredEndpoints>,
     /// Pods by label pair, Services by selector pair.
@@ -229,7 +230,7 @@ impl Informers {
             nodes: nodes.store(),
             slices_by_service: slice_store.add_index(|key: &ObjectKey, s: &StoredSlice| {
                 reconcile::slice::service_name_of(s.without_endpoints())
-                    .map(|name| (key.namespace.to_string(), name.to_owned()))
+                    .map(|name| (key.namespace.clone(), CompactString::new(name)))
             }),
             slices: slice_store,
             endpoints: endpoints.store(),

@@ -30,8 +30,8 @@ impl EndpointsController {
     fn involved(key: &ServiceKey) -> Involved {
         Involved {
             kind: "Endpoints",
-            namespace: key.namespace.clone(),
-            name: key.name.clone(),
+            namespace: key.namespace.to_string(),
+            name: key.name.to_string(),
             uid: String::new(),
         }
     }
@@ -40,7 +40,7 @@ impl EndpointsController {
         SyncError::Write {
             verb,
             kind: "Endpoints",
-            name: key.name.clone(),
+            name: key.name.to_string(),
             service: key.clone(),
             source,
         }

@@ -511,7 +511,10 @@ impl<P: Keyed + Send + Sync + 'static> Store<P> {
 
     /// Stores `object`, which lives at `key`.
     fn insert_locked(inner: &mut StoreInner<P>, key: ObjectKey, object: Arc<P>) -> Option<Arc<P>> {
-        debug_assert!(object.is_at(&key), "an object stored at {key} names another key");
+        debug_assert!(
+            object.is_at(&key),
+            "an object stored at {key} names another key"
+        );
         let old = inner.put(Arc::clone(&object));
         for index in &inner.indexes {
             if let Some(old) = &old {
@@ -633,7 +636,10 @@ mod tests {
         let found = store.get(&ObjectKey::new("a", "x")).unwrap();
         assert_eq!(found.service, Some("t"));
         assert_eq!(found.key, ObjectKey::new("a", "x"));
-        assert_eq!(store.get(&ObjectKey::cluster("x")).unwrap().key.namespace, "");
+        assert_eq!(
+            store.get(&ObjectKey::cluster("x")).unwrap().key.namespace,
+            ""
+        );
         assert!(store.get(&ObjectKey::new("b", "y")).is_none());
         // "a"/"bc" and "ab"/"c" must not meet: the two parts are hashed and compared apart.
         put(&store, &ObjectKey::new("a", "bc"), Some("s"));

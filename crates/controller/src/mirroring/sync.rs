@@ -86,8 +86,8 @@ impl MirroringController {
         if let Some(endpoints) = &endpoints {
             let involved = Involved {
                 kind: "Endpoints",
-                namespace: key.namespace.clone(),
-                name: key.name.clone(),
+                namespace: key.namespace.to_string(),
+                name: key.name.to_string(),
                 uid: endpoints.metadata.uid.clone().unwrap_or_default(),
             };
             for event in plan.events.iter().cloned() {
