@@ -134,12 +134,17 @@ pub fn open(mut body: Bytes) -> Result<Enveloped, WireError> {
 
 /// Puts `message` in an envelope naming `api_version` and `kind`, behind `k8s\0`.
 pub fn seal(api_version: &str, kind: &str, message: &impl Message) -> Vec<u8> {
+    seal_raw(api_version, kind, message.encode_to_vec())
+}
+
+/// [`seal`] for an object already encoded (`raw`, its message's bytes).
+pub fn seal_raw(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
     let envelope = Unknown {
         type_meta: Some(TypeMeta {
             api_version: Some(api_version.to_owned()),
             kind: Some(kind.to_owned()),
         }),
-        raw: Some(Bytes::from(message.encode_to_vec())),
+        raw: Some(Bytes::from(raw)),
         content_encoding: Some(String::new()),
         content_type: Some(String::new()),
     };

@@ -72,6 +72,15 @@ fn port(p: pb::EndpointPort) -> EndpointPort {
 impl WriteKind for EndpointSlice {
     type Full = pb::EndpointSlice;
 
+    /// Encoded from the slice itself, without the copy `to_message` makes (see `body`).
+    fn to_body(&self) -> Vec<u8> {
+        crate::wire::envelope::seal_raw(
+            <Self as k8s_openapi::Resource>::API_VERSION,
+            <Self as k8s_openapi::Resource>::KIND,
+            super::body::endpoint_slice(self),
+        )
+    }
+
     fn to_message(&self) -> pb::EndpointSlice {
         pb::EndpointSlice {
             metadata: Some(object_meta_to_pb(&self.metadata)),

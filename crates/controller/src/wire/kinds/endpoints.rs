@@ -65,6 +65,15 @@ fn address_to_pb(a: &EndpointAddress) -> pb::EndpointAddress {
 impl WriteKind for Endpoints {
     type Full = pb::Endpoints;
 
+    /// Encoded from the object itself, without the copy `to_message` makes (see `body`).
+    fn to_body(&self) -> Vec<u8> {
+        crate::wire::envelope::seal_raw(
+            <Self as k8s_openapi::Resource>::API_VERSION,
+            <Self as k8s_openapi::Resource>::KIND,
+            super::body::endpoints(self),
+        )
+    }
+
     fn to_message(&self) -> pb::Endpoints {
         pb::Endpoints {
             metadata: Some(object_meta_to_pb(&self.metadata)),

@@ -14,6 +14,7 @@
 //! decoded object equals the one decoded from the same object's JSON: `plain` for the
 //! first, the value as decoded for the second.
 
+mod body;
 mod discovery;
 mod endpoints;
 mod lease;
