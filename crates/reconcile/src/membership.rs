@@ -11,12 +11,9 @@ pub struct PodChange {
     pub labels_changed: bool,
 }
 
-/// Compares two versions of a pod. `None` for a resync (same resourceVersion) or a change
-/// neither controller cares about.
+/// Compares two versions of a pod. `None` for a change neither controller cares about, a
+/// resync (the same version again) included: its projection is the same.
 pub fn pod_change(old: &PodInfo, new: &PodInfo) -> Option<PodChange> {
-    if old.resource_version == new.resource_version {
-        return None;
-    }
     let labels_changed = old.labels != new.labels || old.dns != new.dns;
     let pod_changed = old.deleting != new.deleting || old.ready != new.ready || old.ips != new.ips;
     (pod_changed || labels_changed).then_some(PodChange {
@@ -46,15 +43,21 @@ mod tests {
     use crate::testing::pod;
 
     #[test]
-    fn resync_with_same_resource_version_is_ignored() {
-        let p = pod("a").rv("1").build();
+    fn resync_and_changes_to_fields_not_read_are_ignored() {
+        let p = pod("a").ip("10.0.0.1").ready(true).build();
         assert_eq!(pod_change(&p, &p.clone()), None);
+        let later = pod("a")
+            .ip("10.0.0.1")
+            .ready(true)
+            .ready_at(crate::testing::ts("2026-01-01T00:00:00Z"))
+            .build();
+        assert_eq!(pod_change(&p, &later), None);
     }
 
     #[test]
     fn label_only_change_queues_symmetric_difference() {
-        let old = pod("a").rv("1").label("app", "x").build();
-        let new = pod("a").rv("2").label("app", "y").build();
+        let old = pod("a").label("app", "x").build();
+        let new = pod("a").label("app", "y").build();
         let change = pod_change(&old, &new).unwrap();
         assert!(change.labels_changed && !change.pod_changed);
         let queued = services_to_queue(change, &["both", "old"], &["both", "new"]);
@@ -63,8 +66,8 @@ mod tests {
 
     #[test]
     fn pod_change_with_label_change_queues_union() {
-        let old = pod("a").rv("1").label("app", "x").build();
-        let new = pod("a").rv("2").label("app", "y").ready(true).build();
+        let old = pod("a").label("app", "x").build();
+        let new = pod("a").label("app", "y").ready(true).build();
         let change = pod_change(&old, &new).unwrap();
         let queued = services_to_queue(change, &["both", "old"], &["both", "new"]);
         assert_eq!(queued, vec!["both", "new", "old"]);
@@ -72,14 +75,14 @@ mod tests {
 
     #[test]
     fn readiness_ip_and_deletion_count_as_pod_changes() {
-        let base = pod("a").rv("1").ip("10.0.0.1").build();
-        let ready = pod("a").rv("2").ip("10.0.0.1").ready(true).build();
+        let base = pod("a").ip("10.0.0.1").build();
+        let ready = pod("a").ip("10.0.0.1").ready(true).build();
         assert!(pod_change(&base, &ready).unwrap().pod_changed);
-        let moved = pod("a").rv("2").ip("10.0.0.2").build();
+        let moved = pod("a").ip("10.0.0.2").build();
         assert!(pod_change(&base, &moved).unwrap().pod_changed);
-        let deleting = pod("a").rv("2").ip("10.0.0.1").deleting().build();
+        let deleting = pod("a").ip("10.0.0.1").deleting().build();
         assert!(pod_change(&base, &deleting).unwrap().pod_changed);
-        let annotated = pod("a").rv("2").ip("10.0.0.1").build();
+        let annotated = pod("a").ip("10.0.0.1").build();
         assert_eq!(pod_change(&base, &annotated), None);
     }
 }

@@ -32,7 +32,6 @@ pub fn pod(name: &str) -> PodBuilder {
         namespace: "default".into(),
         name: name.into(),
         uid: format!("uid-{name}").into(),
-        resource_version: "1".into(),
         node_name: "node-a".into(),
         ..Default::default()
     })
@@ -65,7 +64,7 @@ impl PodBuilder {
     }
     /// Sets the Ready condition's transition time.
     pub fn ready_at(mut self, t: Timestamp) -> Self {
-        self.0.ready_transition = Some(t);
+        self.0.ready_transition = crate::projection::TransitionTime::new(Some(t));
         self
     }
     /// Marks the pod as being deleted.
@@ -102,11 +101,6 @@ impl PodBuilder {
             port,
         });
         self.0.ports = ports.into();
-        self
-    }
-    /// Sets the resourceVersion.
-    pub fn rv(mut self, rv: &str) -> Self {
-        self.0.resource_version = rv.into();
         self
     }
     /// Sets the uid.

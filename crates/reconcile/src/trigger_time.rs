@@ -48,7 +48,7 @@ impl TriggerTimeTracker {
         let mut earliest: Option<Timestamp> = None;
         let mut seen = Vec::with_capacity(pods.len());
         for pod in pods {
-            if let Some(t) = pod.ready_transition {
+            if let Some(t) = pod.ready_transition() {
                 if state.last_seen(&pod.name).is_none_or(|last| t > last) {
                     earliest = Some(earliest.map_or(t, |e| e.min(t)));
                 }

@@ -21,6 +21,7 @@ pub use partial_pod::{
     PartialContainer, PartialContainerPort, PartialPod, PartialPodCondition, PartialPodIp,
     PartialPodSpec, PartialPodStatus,
 };
+pub(crate) use pod::TransitionTime;
 pub use pod::{NamedPort, PodDns, PodInfo, PodInterner};
 pub use service::{ServiceInfo, ServicePortInfo, TargetPort};
 pub use stored_endpoints::StoredEndpoints;
