@@ -21,6 +21,7 @@ pub use partial_pod::{
     PartialContainer, PartialContainerPort, PartialPod, PartialPodCondition, PartialPodIp,
     PartialPodSpec, PartialPodStatus,
 };
+#[cfg(any(test, feature = "testing"))]
 pub(crate) use pod::TransitionTime;
 pub use pod::{NamedPort, PodDns, PodInfo, PodInterner};
 pub use service::{ServiceInfo, ServicePortInfo, TargetPort};
