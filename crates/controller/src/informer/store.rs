@@ -91,10 +91,10 @@ macro_rules! keyed_by_metadata {
     ($($kind:ty),* $(,)?) => {$(
         impl Keyed for $kind {
             fn namespace(&self) -> &str {
-                self.metadata.namespace.as_deref().unwrap_or_default()
+                self.metadata.namespace()
             }
             fn name(&self) -> &str {
-                self.metadata.name.as_deref().unwrap_or_default()
+                self.metadata.name()
             }
         }
     )*};
@@ -303,6 +303,11 @@ impl<P: Keyed> StoreInner<P> {
         hasher.hash_one((namespace, name))
     }
 
+    /// The hash an object is held at.
+    fn hash_of(hasher: &foldhash::fast::RandomState, object: &P) -> u64 {
+        Self::hash(hasher, object.namespace(), object.name())
+    }
+
     fn get(&self, key: &ObjectKey) -> Option<&Arc<P>> {
         let hash = Self::hash(&self.hasher, &key.namespace, &key.name);
         self.objects.find(hash, |object| object.is_at(key))
@@ -311,11 +316,10 @@ impl<P: Keyed> StoreInner<P> {
     /// Puts `object` in place of the one at its key, and returns that one.
     fn put(&mut self, object: Arc<P>) -> Option<Arc<P>> {
         let hasher = &self.hasher;
-        let hash = Self::hash(hasher, object.namespace(), object.name());
         let entry = self.objects.entry(
-            hash,
+            Self::hash_of(hasher, &object),
             |held| held.name() == object.name() && held.namespace() == object.namespace(),
-            |held| Self::hash(hasher, held.namespace(), held.name()),
+            |held| Self::hash_of(hasher, held),
         );
         match entry {
             Entry::Occupied(mut held) => Some(std::mem::replace(held.get_mut(), object)),

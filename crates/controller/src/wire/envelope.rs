@@ -132,13 +132,9 @@ pub fn open(mut body: Bytes) -> Result<Enveloped, WireError> {
     })
 }
 
-/// Puts `message` in an envelope naming `api_version` and `kind`, behind `k8s\0`.
-pub fn seal(api_version: &str, kind: &str, message: &impl Message) -> Vec<u8> {
-    seal_raw(api_version, kind, message.encode_to_vec())
-}
-
-/// [`seal`] for an object already encoded (`raw`, its message's bytes).
-pub fn seal_raw(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+/// Puts an object's message (`raw`, its bytes) in an envelope naming `api_version` and
+/// `kind`, behind `k8s\0`.
+pub fn seal(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
     let envelope = Unknown {
         type_meta: Some(TypeMeta {
             api_version: Some(api_version.to_owned()),
@@ -241,7 +237,7 @@ mod tests {
             api_version: Some("v1".into()),
             kind: Some("X".into()),
         };
-        let body = seal("discovery.k8s.io/v1", "EndpointSlice", &meta);
+        let body = seal("discovery.k8s.io/v1", "EndpointSlice", meta.encode_to_vec());
         assert!(body.starts_with(MAGIC));
         let opened = open(Bytes::from(body)).unwrap();
         assert_eq!(opened.api_version, "discovery.k8s.io/v1");
@@ -263,8 +259,14 @@ mod tests {
 
     #[test]
     fn frames_come_out_whole_however_the_bytes_are_split() {
-        let one = frame("ADDED", seal("v1", "Pod", &TypeMeta::default()));
-        let two = frame("BOOKMARK", seal("v1", "Pod", &TypeMeta::default()));
+        let one = frame(
+            "ADDED",
+            seal("v1", "Pod", TypeMeta::default().encode_to_vec()),
+        );
+        let two = frame(
+            "BOOKMARK",
+            seal("v1", "Pod", TypeMeta::default().encode_to_vec()),
+        );
         let stream: Vec<u8> = one.iter().chain(&two).copied().collect();
         for split in 1..stream.len() {
             let mut frames = Frames::default();

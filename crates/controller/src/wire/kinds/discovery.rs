@@ -73,12 +73,8 @@ impl WriteKind for EndpointSlice {
     type Full = pb::EndpointSlice;
 
     /// Encoded from the slice itself, without the copy `to_message` makes (see `body`).
-    fn to_body(&self) -> Vec<u8> {
-        crate::wire::envelope::seal_raw(
-            <Self as k8s_openapi::Resource>::API_VERSION,
-            <Self as k8s_openapi::Resource>::KIND,
-            super::body::endpoint_slice(self),
-        )
+    fn encode_message(&self) -> Vec<u8> {
+        super::body::endpoint_slice(self)
     }
 
     fn to_message(&self) -> pb::EndpointSlice {

@@ -66,12 +66,8 @@ impl WriteKind for Endpoints {
     type Full = pb::Endpoints;
 
     /// Encoded from the object itself, without the copy `to_message` makes (see `body`).
-    fn to_body(&self) -> Vec<u8> {
-        crate::wire::envelope::seal_raw(
-            <Self as k8s_openapi::Resource>::API_VERSION,
-            <Self as k8s_openapi::Resource>::KIND,
-            super::body::endpoints(self),
-        )
+    fn encode_message(&self) -> Vec<u8> {
+        super::body::endpoints(self)
     }
 
     fn to_message(&self) -> pb::Endpoints {

@@ -57,9 +57,15 @@ pub trait WriteKind: WireKind {
     /// The object as that message.
     fn to_message(&self) -> Self::Full;
 
+    /// The bytes of the object's message. Kinds written on every sync encode them straight
+    /// from the object (see `body.rs`), without building the message.
+    fn encode_message(&self) -> Vec<u8> {
+        self.to_message().encode_to_vec()
+    }
+
     /// The request body: the message in its envelope.
     fn to_body(&self) -> Vec<u8> {
-        super::envelope::seal(Self::API_VERSION, Self::KIND, &self.to_message())
+        super::envelope::seal(Self::API_VERSION, Self::KIND, self.encode_message())
     }
 
     /// Makes everything but the metadata what decoding the object's own message gives: what
