@@ -2,7 +2,10 @@
 
 use crate::address_family::{slice_address_types, AddressType};
 use crate::event::PlannedEvent;
+use crate::find_port::find_port;
+use crate::kube_version::OrderHash;
 use crate::pod_rules::is_endpoint_candidate;
+use crate::projection::{PodInfo, ServiceInfo};
 use crate::slice::endpoint::{endpoint_zone, pod_to_endpoint, EndpointKey};
 use crate::slice::fill::{fill_port_group, DesiredEndpoints};
 use crate::slice::finalize::{recycle_deletes, set_trigger_time};
@@ -16,7 +19,7 @@ use crate::topology::messages::{self, with_address_type};
 use crate::topology::{hints_enabled, TopologyCache};
 use crate::traffic_distribution;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// Plans one sync of a Service's EndpointSlices. The topology cache is read and updated as
@@ -78,6 +81,58 @@ type ExistingGroups = BTreeMap<PortGroupKey, Vec<Arc<EndpointSlice>>>;
 
 /// Endpoints wanted per port group (with their keys, in pod order), with the group's ports.
 type DesiredGroups = BTreeMap<PortGroupKey, (Vec<EndpointPort>, Vec<(EndpointKey, Endpoint)>)>;
+
+/// The port groups a sync's pods resolved to so far, by the numbers their Service's ports
+/// resolved to (`None` where a named port is not found). Nearly every pod of a Service
+/// resolves its ports alike, so a pod resolving like the pod before it finds its group without
+/// building its port list and the list's key (a few strings each) only to drop them.
+#[derive(Default)]
+struct PortResolutions {
+    /// Each resolution seen, with its group's key.
+    seen: Vec<(Vec<Option<i32>>, PortGroupKey)>,
+    /// Where in `seen` each resolution is.
+    at: HashMap<Vec<Option<i32>>, usize>,
+    /// The resolution of the pod before.
+    last: Option<usize>,
+}
+
+impl PortResolutions {
+    /// The key of the group of `pod`'s ports; `new_group` is given the ports of a resolution
+    /// not seen before (in `hash`'s order) and returns their key.
+    fn group_of(
+        &mut self,
+        service: &ServiceInfo,
+        pod: &PodInfo,
+        hash: OrderHash,
+        new_group: impl FnOnce(Vec<EndpointPort>) -> PortGroupKey,
+    ) -> &PortGroupKey {
+        let resolves_as = |numbers: &[Option<i32>]| {
+            service
+                .ports
+                .iter()
+                .zip(numbers)
+                .all(|(port, number)| find_port(pod, port) == *number)
+        };
+        let at = match self.last {
+            Some(last) if resolves_as(&self.seen[last].0) => last,
+            _ => {
+                let numbers: Vec<Option<i32>> =
+                    service.ports.iter().map(|p| find_port(pod, p)).collect();
+                match self.at.get(&numbers) {
+                    Some(&at) => at,
+                    None => {
+                        let key = new_group(endpoint_ports(service, pod, hash));
+                        self.at.insert(numbers.clone(), self.seen.len());
+                        self.seen.push((numbers, key));
+                        self.seen.len() - 1
+                    }
+                }
+            }
+        };
+        self.last = Some(at);
+        &self.seen[at].1
+    }
+}
 
 /// The slices of one address type after the fill, before hints and finalize.
 #[derive(Default)]
@@ -145,14 +200,21 @@ impl AddressTypeSync<'_, '_> {
     fn desired_groups(&self, missing_nodes: &mut Vec<MissingNode>) -> DesiredGroups {
         let (input, service) = (self.input, self.input.service);
         let mut groups = DesiredGroups::new();
+        let mut resolutions = PortResolutions::default();
         for pod in input.pods {
             if !is_endpoint_candidate(pod, true) {
                 continue;
             }
-            let ports = endpoint_ports(service, pod, input.rules.order_hash);
-            let group = groups
-                .entry(PortGroupKey::of(Some(&ports)))
-                .or_insert_with(|| (ports, Vec::with_capacity(input.pods.len())));
+            let group_key = resolutions.group_of(service, pod, input.rules.order_hash, |ports| {
+                let key = PortGroupKey::of(Some(&ports));
+                groups
+                    .entry(key.clone())
+                    .or_insert_with(|| (ports, Vec::with_capacity(input.pods.len())));
+                key
+            });
+            let Some(group) = groups.get_mut(group_key) else {
+                continue;
+            };
             let zone = match endpoint_zone(input.nodes, pod, service) {
                 Ok(zone) => zone,
                 Err(missing) => {
