@@ -68,7 +68,7 @@ impl From<RepackedSubset<EndpointAddress>> for EndpointSubset {
 
 /// Builds the canonical subsets, their ports sorted by `hash`. An address shared by several
 /// items (one per port of a pod) is copied only for the subsets past its first.
-pub fn repack(items: Vec<AddressOnPort>, hash: OrderHash) -> Vec<EndpointSubset> {
+pub fn repack(items: Vec<AddressOnPort<'_>>, hash: OrderHash) -> Vec<EndpointSubset> {
     lay_out(items, hash)
         .into_iter()
         .map(|subset| subset.map_addresses(Rc::unwrap_or_clone).into())
@@ -78,7 +78,7 @@ pub fn repack(items: Vec<AddressOnPort>, hash: OrderHash) -> Vec<EndpointSubset>
 /// Lays addresses out in the canonical subsets; an address offered in several subsets is
 /// cloned into all but the last.
 fn lay_out<A: Borrow<EndpointAddress> + Clone>(
-    items: Vec<AddressOnPort<A>>,
+    items: Vec<AddressOnPort<'_, A>>,
     hash: OrderHash,
 ) -> Vec<RepackedSubset<A>> {
     let ranks = address_ranks(&items);
@@ -141,10 +141,10 @@ fn lay_out<A: Borrow<EndpointAddress> + Clone>(
             let mut ports: Vec<EndpointPort> = ports
                 .into_iter()
                 .map(|p| EndpointPort {
-                    name: Some(p.name),
+                    name: Some(p.name.to_owned()),
                     port: p.port,
-                    protocol: Some(p.protocol),
-                    app_protocol: p.app_protocol,
+                    protocol: Some(p.protocol.to_owned()),
+                    app_protocol: p.app_protocol.map(str::to_owned),
                 })
                 .collect();
             sort_ports(&mut ports, hash);
@@ -163,7 +163,7 @@ fn lay_out<A: Borrow<EndpointAddress> + Clone>(
 
 /// Each item's address as its rank among the distinct addresses in (IP, UID) order: the
 /// repacker groups and sorts these numbers instead of copies of the strings.
-fn address_ranks<A: Borrow<EndpointAddress>>(items: &[AddressOnPort<A>]) -> Vec<usize> {
+fn address_ranks<A: Borrow<EndpointAddress>>(items: &[AddressOnPort<'_, A>]) -> Vec<usize> {
     let mut distinct: Vec<(&str, &str)> = items
         .iter()
         .map(|i| address_id(i.address.borrow()))
@@ -201,7 +201,7 @@ pub fn repacked_layout(
 /// Flattens subsets into the repacker's input: every address on every port of its subset (or
 /// on no port when the subset has none), ready addresses before not-ready ones, so the first
 /// copy of an address is the one upstream keeps.
-fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort<&EndpointAddress>> {
+fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort<'_, &EndpointAddress>> {
     let mut items = Vec::new();
     for subset in subsets {
         let ports: Vec<Option<PortSpec>> = match subset.ports.as_deref() {
@@ -209,10 +209,10 @@ fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort<&Endpoint
                 .iter()
                 .map(|p| {
                     Some(PortSpec {
-                        name: p.name.clone().unwrap_or_default(),
+                        name: p.name.as_deref().unwrap_or_default(),
                         port: p.port,
-                        protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_owned()),
-                        app_protocol: p.app_protocol.clone(),
+                        protocol: p.protocol.as_deref().unwrap_or("TCP"),
+                        app_protocol: p.app_protocol.as_deref(),
                     })
                 })
                 .collect(),
@@ -222,7 +222,7 @@ fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort<&Endpoint
             for (address, ready) in addresses_with_readiness(subset) {
                 items.push(AddressOnPort {
                     address,
-                    port: port.clone(),
+                    port,
                     ready,
                 });
             }

@@ -7,17 +7,19 @@ use crate::projection::{PodInfo, ServiceInfo};
 use k8s_openapi::api::core::v1::EndpointAddress;
 use std::rc::Rc;
 
-/// A port of an Endpoints subset.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct PortSpec {
+/// A port of an Endpoints subset, its strings borrowed from the Service (or from the subset
+/// being laid out again): every pod offers its address on every port, and the strings are
+/// copied only into the ports of the subsets finally built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PortSpec<'a> {
     /// Service port name.
-    pub name: String,
+    pub name: &'a str,
     /// Resolved pod port.
     pub port: i32,
     /// Protocol.
-    pub protocol: String,
+    pub protocol: &'a str,
     /// appProtocol.
-    pub app_protocol: Option<String>,
+    pub app_protocol: Option<&'a str>,
 }
 
 /// One address offered on one port (or on no port, for a headless Service without ports).
@@ -25,11 +27,11 @@ pub struct PortSpec {
 /// one copy per subset, not one per port), borrowed when existing subsets are only laid out
 /// again to be compared.
 #[derive(Debug, Clone)]
-pub struct AddressOnPort<A = Rc<EndpointAddress>> {
+pub struct AddressOnPort<'a, A = Rc<EndpointAddress>> {
     /// The address.
     pub address: A,
     /// The port; `None` only for port-less headless Services.
-    pub port: Option<PortSpec>,
+    pub port: Option<PortSpec<'a>>,
     /// Ready (or published regardless) versus not ready.
     pub ready: bool,
 }
@@ -38,7 +40,10 @@ pub struct AddressOnPort<A = Rc<EndpointAddress>> {
 /// candidates (terminal, no IP, terminating without publishNotReadyAddresses) or have no IP
 /// of the Service's family are left out; a port FindPort cannot resolve is left out for that
 /// pod.
-pub fn addresses_on_ports(service: &ServiceInfo, pods: &[&PodInfo]) -> Vec<AddressOnPort> {
+pub fn addresses_on_ports<'a>(
+    service: &'a ServiceInfo,
+    pods: &[&PodInfo],
+) -> Vec<AddressOnPort<'a>> {
     let mut out = Vec::new();
     let publish_all = service.publish_not_ready_addresses;
     for pod in pods {
@@ -50,7 +55,7 @@ pub fn addresses_on_ports(service: &ServiceInfo, pods: &[&PodInfo]) -> Vec<Addre
         };
         let address = Rc::new(EndpointAddress {
             ip,
-            node_name: Some(pod.node_name.to_string()),
+            node_name: Some(pod.node_name.as_str().to_owned()),
             hostname: publishes_hostname(pod, service).then(|| pod.hostname().to_owned()),
             target_ref: Some(pod_reference(pod)),
         });
@@ -73,10 +78,10 @@ pub fn addresses_on_ports(service: &ServiceInfo, pods: &[&PodInfo]) -> Vec<Addre
             out.push(AddressOnPort {
                 address: Rc::clone(&address),
                 port: Some(PortSpec {
-                    name: sp.name.clone(),
+                    name: &sp.name,
                     port,
-                    protocol: sp.protocol.clone(),
-                    app_protocol: sp.app_protocol.clone(),
+                    protocol: &sp.protocol,
+                    app_protocol: sp.app_protocol.as_deref(),
                 }),
                 ready,
             });

@@ -13,16 +13,16 @@ fn addr(ip: &str, uid: &str) -> EndpointAddress {
     }
 }
 
-fn port(name: &str, n: i32) -> Option<PortSpec> {
+fn port(name: &'static str, n: i32) -> Option<PortSpec<'static>> {
     Some(PortSpec {
-        name: name.into(),
+        name,
         port: n,
-        protocol: "TCP".into(),
+        protocol: "TCP",
         app_protocol: None,
     })
 }
 
-fn item(ip: &str, uid: &str, p: Option<PortSpec>, ready: bool) -> AddressOnPort {
+fn item(ip: &str, uid: &str, p: Option<PortSpec<'static>>, ready: bool) -> AddressOnPort<'static> {
     AddressOnPort {
         address: std::rc::Rc::new(addr(ip, uid)),
         port: p,
@@ -65,17 +65,20 @@ fn packed<'a>(ports: &[&'a str], ready: &[&'a str], not_ready: &[&'a str]) -> Pa
 }
 
 /// Addresses on one port: IP, pod uid and readiness.
-fn on(port: Option<PortSpec>, addresses: &[(&str, &str, bool)]) -> Vec<AddressOnPort> {
+fn on(
+    port: Option<PortSpec<'static>>,
+    addresses: &[(&str, &str, bool)],
+) -> Vec<AddressOnPort<'static>> {
     addresses
         .iter()
-        .map(|&(ip, uid, ready)| item(ip, uid, port.clone(), ready))
+        .map(|&(ip, uid, ready)| item(ip, uid, port, ready))
         .collect()
 }
 
 /// Addresses on ports, and the subsets they repack into.
 struct Case {
     behaviour: &'static str,
-    items: Vec<AddressOnPort>,
+    items: Vec<AddressOnPort<'static>>,
     want: Vec<Packed<'static>>,
 }
 
