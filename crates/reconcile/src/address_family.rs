@@ -79,7 +79,7 @@ pub fn endpoints_address(service: &ServiceInfo, pod: &PodInfo) -> Option<String>
     pod.ips
         .iter()
         .find(|ip| is_ipv6(ip) == want_v6)
-        .map(|ip| ip.to_string())
+        .map(|ip| ip.as_str().to_owned())
 }
 
 #[cfg(test)]

@@ -47,8 +47,8 @@ pub fn publishes_hostname(pod: &PodInfo, service: &ServiceInfo) -> bool {
 pub fn pod_reference(pod: &PodInfo) -> ObjectReference {
     ObjectReference {
         kind: Some("Pod".into()),
-        namespace: Some(pod.namespace.to_string()),
-        name: Some(pod.name.to_string()),
+        namespace: Some(pod.namespace.as_str().to_owned()),
+        name: Some(pod.name.as_str().to_owned()),
         uid: Some(pod.uid.to_text()),
         ..Default::default()
     }

@@ -16,10 +16,10 @@ use std::sync::Arc;
 struct StoreZones<'a>(&'a crate::informer::store::Store<reconcile::projection::NodeInfo>);
 
 impl NodeZones for StoreZones<'_> {
-    fn node_zone(&self, name: &str) -> Option<Option<String>> {
+    fn node_zone(&self, name: &str) -> Option<Option<compact_str::CompactString>> {
         self.0
             .get(&crate::informer::store::ObjectKey::cluster(name))
-            .map(|n| n.zone.clone())
+            .map(|n| n.zone.as_deref().map(Into::into))
     }
 }
 

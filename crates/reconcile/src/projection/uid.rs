@@ -29,8 +29,10 @@ impl Default for Uid {
     }
 }
 
-/// Where the dashes of a canonical UUID are.
+/// Where the dashes of a canonical UUID are...
 const DASHES: [usize; 4] = [8, 13, 18, 23];
+/// ...that is, before which of its 16 bytes.
+const DASH_BEFORE_BYTE: [usize; 4] = [4, 6, 8, 10];
 
 impl Uid {
     /// The uid of `text`.
@@ -64,16 +66,13 @@ fn parse_uuid(text: &str) -> Option<[u8; 16]> {
         }
     }
     let bytes = text.as_bytes();
-    if bytes.len() != 36 {
+    if bytes.len() != 36 || DASHES.iter().any(|&at| bytes[at] != b'-') {
         return None;
     }
     let mut out = [0u8; 16];
     let mut at = 0;
-    for byte in &mut out {
-        if DASHES.contains(&at) {
-            if bytes[at] != b'-' {
-                return None;
-            }
+    for (i, byte) in out.iter_mut().enumerate() {
+        if DASH_BEFORE_BYTE.contains(&i) {
             at += 1;
         }
         *byte = digit(bytes[at])? << 4 | digit(bytes[at + 1])?;
@@ -87,8 +86,8 @@ fn uuid_text(bytes: &[u8; 16]) -> [u8; 36] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut text = [b'-'; 36];
     let mut at = 0;
-    for byte in bytes {
-        if DASHES.contains(&at) {
+    for (i, byte) in bytes.iter().enumerate() {
+        if DASH_BEFORE_BYTE.contains(&i) {
             at += 1;
         }
         text[at] = HEX[usize::from(byte >> 4)];
@@ -103,8 +102,11 @@ impl Uid {
     /// every endpoint a sync builds carries its pod's uid.
     pub fn to_text(&self) -> String {
         match &self.0 {
-            Repr::Text(text) => text.to_string(),
-            Repr::Uuid(bytes) => uuid_text(bytes).iter().map(|&b| char::from(b)).collect(),
+            Repr::Text(text) => text.as_str().to_owned(),
+            // Copied whole into one block (the digits and dashes are ASCII, so always UTF-8).
+            Repr::Uuid(bytes) => std::str::from_utf8(&uuid_text(bytes))
+                .map(str::to_owned)
+                .unwrap_or_default(),
         }
     }
 }

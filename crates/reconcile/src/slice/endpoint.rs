@@ -37,7 +37,7 @@ pub fn pod_to_endpoint(
             serving: Some(serving),
             terminating: Some(terminating),
         }),
-        node_name: (!pod.node_name.is_empty()).then(|| pod.node_name.to_string()),
+        node_name: (!pod.node_name.is_empty()).then(|| pod.node_name.as_str().to_owned()),
         zone: zone.filter(|z| !z.is_empty()).map(str::to_owned),
         hostname: publishes_hostname(pod, service).then(|| pod.hostname().to_owned()),
         target_ref: Some(pod_reference(pod)),
@@ -64,7 +64,7 @@ pub fn endpoint_zone(
     nodes: &dyn NodeZones,
     pod: &PodInfo,
     service: &ServiceInfo,
-) -> Result<Option<String>, MissingNode> {
+) -> Result<Option<CompactString>, MissingNode> {
     match nodes.node_zone(&pod.node_name) {
         Some(zone) => Ok(zone),
         None if service.publish_not_ready_addresses => Ok(None),

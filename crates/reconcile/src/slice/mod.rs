@@ -23,6 +23,7 @@ use crate::kube_version::VersionRules;
 use crate::labels::{SERVICE_NAME, SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY};
 use crate::projection::{NodeInfo, PodInfo, ServiceInfo};
 use crate::Timestamp;
+use compact_str::CompactString;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -37,18 +38,22 @@ pub const MAX_ENDPOINTS_PER_SLICE_LIMIT: usize = 1000;
 /// Where the reconciler learns a node's zone. `None` means the node does not exist.
 pub trait NodeZones {
     /// The node's zone (`Some(None)` for a node without one), or `None` for an unknown node.
-    fn node_zone(&self, name: &str) -> Option<Option<String>>;
+    /// Asked once per pod of every sync: a zone name short enough (as zone names are) comes
+    /// back without a heap block.
+    fn node_zone(&self, name: &str) -> Option<Option<CompactString>>;
 }
 
 impl NodeZones for BTreeMap<String, NodeInfo> {
-    fn node_zone(&self, name: &str) -> Option<Option<String>> {
-        self.get(name).map(|n| n.zone.clone())
+    fn node_zone(&self, name: &str) -> Option<Option<CompactString>> {
+        self.get(name)
+            .map(|n| n.zone.as_deref().map(CompactString::from))
     }
 }
 
 impl NodeZones for HashMap<String, Arc<NodeInfo>> {
-    fn node_zone(&self, name: &str) -> Option<Option<String>> {
-        self.get(name).map(|n| n.zone.clone())
+    fn node_zone(&self, name: &str) -> Option<Option<CompactString>> {
+        self.get(name)
+            .map(|n| n.zone.as_deref().map(CompactString::from))
     }
 }
 
