@@ -5,6 +5,7 @@
 
 mod common;
 mod endpoints_repack;
+mod flap_sync;
 mod metrics_gauges;
 mod node_topology;
 mod plan_slices;
@@ -17,6 +18,7 @@ criterion::criterion_group! {
     config = common::config();
     targets =
         endpoints_repack::bench_plan_endpoints,
+        flap_sync::bench_flap_sync,
         metrics_gauges::bench_gauges,
         node_topology::bench_node_event,
         plan_slices::bench_plan_slices,
