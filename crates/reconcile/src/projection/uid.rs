@@ -31,8 +31,8 @@ impl Default for Uid {
 
 /// Where the dashes of a canonical UUID are...
 const DASHES: [usize; 4] = [8, 13, 18, 23];
-/// ...that is, before which of its 16 bytes.
-const DASH_BEFORE_BYTE: [usize; 4] = [4, 6, 8, 10];
+/// ...and where the two hex digits of each of its 16 bytes start.
+const DIGITS_AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
 
 impl Uid {
     /// The uid of `text`.
@@ -70,13 +70,8 @@ fn parse_uuid(text: &str) -> Option<[u8; 16]> {
         return None;
     }
     let mut out = [0u8; 16];
-    let mut at = 0;
-    for (i, byte) in out.iter_mut().enumerate() {
-        if DASH_BEFORE_BYTE.contains(&i) {
-            at += 1;
-        }
+    for (byte, at) in out.iter_mut().zip(DIGITS_AT) {
         *byte = digit(bytes[at])? << 4 | digit(bytes[at + 1])?;
-        at += 2;
     }
     Some(out)
 }
@@ -85,14 +80,9 @@ fn parse_uuid(text: &str) -> Option<[u8; 16]> {
 fn uuid_text(bytes: &[u8; 16]) -> [u8; 36] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let mut text = [b'-'; 36];
-    let mut at = 0;
-    for (i, byte) in bytes.iter().enumerate() {
-        if DASH_BEFORE_BYTE.contains(&i) {
-            at += 1;
-        }
+    for (byte, at) in bytes.iter().zip(DIGITS_AT) {
         text[at] = HEX[usize::from(byte >> 4)];
         text[at + 1] = HEX[usize::from(byte & 0xf)];
-        at += 2;
     }
     text
 }
