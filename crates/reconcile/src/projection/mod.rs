@@ -17,6 +17,7 @@ mod uid;
 pub use interner::Interner;
 pub use label_set::{LabelSet, Labels};
 pub use node::{parse_cpu_millis, NodeInfo, ZONE_LABEL};
+pub use object_ref::CompactRef;
 pub use partial_pod::{
     PartialContainer, PartialContainerPort, PartialPod, PartialPodCondition, PartialPodIp,
     PartialPodSpec, PartialPodStatus,
@@ -26,7 +27,7 @@ pub(crate) use pod::TransitionTime;
 pub use pod::{NamedPort, PodDns, PodInfo, PodInterner};
 pub use service::{ServiceInfo, ServicePortInfo, TargetPort};
 pub use stored_endpoints::StoredEndpoints;
-pub use stored_slice::StoredSlice;
+pub use stored_slice::{StoredEndpoint, StoredSlice};
 pub use uid::Uid;
 
 /// Bytes a [`compact_str::CompactString`] keeps on the heap (none when its text fits inside

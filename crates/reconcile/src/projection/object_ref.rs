@@ -74,6 +74,57 @@ impl CompactRef {
     }
 }
 
+impl CompactRef {
+    /// The referenced object's name.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The referenced object's namespace; `home` is the namespace given to
+    /// [`CompactRef::new`].
+    pub fn namespace<'a>(&'a self, home: Option<&'a str>) -> Option<&'a str> {
+        match self.other.as_deref() {
+            None => home,
+            Some(other) => other.namespace.as_deref(),
+        }
+    }
+
+    /// Whether the reference equals `other` in every field but `resourceVersion` (as
+    /// [`crate::pod_rules::same_reference`] compares two references), without building it
+    /// back; `home` is the namespace given to [`CompactRef::new`].
+    pub fn same_as(&self, home: Option<&str>, other: &ObjectReference) -> bool {
+        let uid_equal = match (&self.uid, other.uid.as_deref()) {
+            (Some(uid), Some(text)) => uid == text,
+            (None, None) => true,
+            _ => false,
+        };
+        let rest_equal = match self.other.as_deref() {
+            None => {
+                other.kind.as_deref() == Some("Pod")
+                    && other.namespace.as_deref() == home
+                    && other.api_version.is_none()
+                    && other.field_path.is_none()
+            }
+            // Every field named, so that a field the type gains must be decided on here.
+            Some(ObjectReference {
+                api_version,
+                field_path,
+                kind,
+                name: _,
+                namespace,
+                resource_version: _,
+                uid: _,
+            }) => {
+                *api_version == other.api_version
+                    && *field_path == other.field_path
+                    && *kind == other.kind
+                    && *namespace == other.namespace
+            }
+        };
+        uid_equal && rest_equal && self.name.as_deref() == other.name.as_deref()
+    }
+}
+
 /// An optional string, inline when short.
 pub(super) fn compact(text: Option<String>) -> Option<CompactString> {
     text.map(CompactString::from)
@@ -105,6 +156,62 @@ mod tests {
         assert!(compact.other.is_none());
         assert_eq!(compact.to_object_ref(Some("shop")), pod);
         assert!(std::mem::size_of::<CompactRef>() <= 56);
+    }
+
+    #[test]
+    fn a_compact_reference_compares_as_the_reference_it_was_made_from() {
+        use crate::pod_rules::same_reference;
+        let pod = reference(Some("Pod"), Some("shop"));
+        let variants = [
+            pod.clone(),
+            ObjectReference {
+                resource_version: Some("7".to_owned()),
+                ..pod.clone()
+            },
+            ObjectReference {
+                uid: Some("0b0c8e2c-4a43-4b6c-9d5e-2b8f0a6e7d12".to_owned()),
+                ..pod.clone()
+            },
+            ObjectReference {
+                uid: Some("not-a-uuid".to_owned()),
+                ..pod.clone()
+            },
+            ObjectReference {
+                uid: None,
+                ..pod.clone()
+            },
+            ObjectReference {
+                name: Some("web-1".to_owned()),
+                ..pod.clone()
+            },
+            ObjectReference {
+                api_version: Some("v1".to_owned()),
+                ..pod.clone()
+            },
+            ObjectReference {
+                field_path: Some("spec".to_owned()),
+                ..pod.clone()
+            },
+            reference(Some("Pod"), Some("other")),
+            reference(Some("Node"), Some("shop")),
+            reference(None, Some("shop")),
+            reference(Some("Pod"), None),
+            ObjectReference::default(),
+        ];
+        for home in [Some("shop"), None] {
+            for held in &variants {
+                let compact = CompactRef::new(held.clone(), home);
+                for other in &variants {
+                    assert_eq!(
+                        compact.same_as(home, other),
+                        same_reference(Some(held), Some(other)),
+                        "{held:?} held in {home:?} against {other:?}"
+                    );
+                }
+                assert_eq!(compact.name(), held.name.as_deref());
+                assert_eq!(compact.namespace(home), held.namespace.as_deref());
+            }
+        }
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub struct StoredSlice {
 
 /// One endpoint of a [`StoredSlice`].
 #[derive(Debug, Clone, PartialEq)]
-struct StoredEndpoint {
+pub struct StoredEndpoint {
     addresses: Box<[CompactString]>,
     conditions: Option<EndpointConditions>,
     node_name: Option<CompactString>,
@@ -77,6 +77,23 @@ impl StoredSlice {
         self.endpoints.len()
     }
 
+    /// The endpoints, as kept.
+    pub fn endpoints(&self) -> &[StoredEndpoint] {
+        &self.endpoints
+    }
+
+    /// The namespace the endpoints' pod references are implied in (see [`CompactRef`]).
+    pub fn home(&self) -> Option<&str> {
+        self.head.metadata.namespace.as_deref()
+    }
+
+    /// Whether any endpoint carries hints.
+    pub fn has_hints(&self) -> bool {
+        self.endpoints
+            .iter()
+            .any(|e| e.rest.as_ref().is_some_and(|r| r.hints.is_some()))
+    }
+
     /// The whole slice, equal to the one it was made from.
     pub fn to_slice(&self) -> EndpointSlice {
         let home = self.head.metadata.namespace.as_deref();
@@ -120,6 +137,36 @@ impl StoredEndpoint {
             target_ref: target_ref.map(|r| CompactRef::new(r, home)),
             rest,
         }
+    }
+
+    /// The addresses, as written.
+    pub fn addresses(&self) -> &[CompactString] {
+        &self.addresses
+    }
+
+    /// `hostname`.
+    pub fn hostname(&self) -> Option<&str> {
+        self.rest.as_ref().and_then(|r| r.hostname.as_deref())
+    }
+
+    /// `nodeName`.
+    pub fn node_name(&self) -> Option<&str> {
+        self.node_name.as_deref()
+    }
+
+    /// `zone`.
+    pub fn zone(&self) -> Option<&str> {
+        self.zone.as_deref()
+    }
+
+    /// `conditions`.
+    pub fn conditions(&self) -> Option<&EndpointConditions> {
+        self.conditions.as_ref()
+    }
+
+    /// `targetRef`, compact (its namespace implied by the slice's, see [`CompactRef`]).
+    pub fn target_ref(&self) -> Option<&CompactRef> {
+        self.target_ref.as_ref()
     }
 
     fn to_endpoint(&self, home: Option<&str>) -> Endpoint {

@@ -4,7 +4,7 @@
 use crate::address_family::AddressType;
 use crate::ip::parse_sloppy;
 use crate::pod_rules::{pod_reference, publishes_hostname, same_reference};
-use crate::projection::{PodInfo, ServiceInfo};
+use crate::projection::{PodInfo, ServiceInfo, StoredEndpoint};
 use crate::slice::{MissingNode, NodeZones};
 use compact_str::CompactString;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions};
@@ -120,6 +120,51 @@ impl EndpointKey {
     }
 }
 
+impl EndpointKey {
+    /// The key of an endpoint as a [`StoredSlice`](crate::projection::StoredSlice) in
+    /// namespace `home` keeps it: equal to [`EndpointKey::of`] the endpoint it was made from.
+    pub fn of_stored(endpoint: &StoredEndpoint, home: Option<&str>) -> Self {
+        let (first_address, other_addresses) = match endpoint.addresses() {
+            [] => (None, Vec::new()),
+            [only] => (Some(only.clone()), Vec::new()),
+            many => {
+                let mut sorted = many.to_vec();
+                sorted.sort();
+                let first = sorted.remove(0);
+                (Some(first), sorted)
+            }
+        };
+        let target = endpoint.target_ref();
+        let text = |value: Option<&str>| CompactString::from(value.unwrap_or_default());
+        Self {
+            first_address,
+            other_addresses,
+            hostname: text(endpoint.hostname()),
+            namespace: text(target.and_then(|t| t.namespace(home))),
+            name: text(target.and_then(|t| t.name())),
+        }
+    }
+}
+
+/// [`equal_beyond_key`] of a wanted endpoint and one a stored slice in namespace `home`
+/// keeps, compared in place.
+pub fn equal_beyond_key_stored(
+    wanted: &Endpoint,
+    stored: &StoredEndpoint,
+    home: Option<&str>,
+) -> bool {
+    let conditions = |c: Option<&EndpointConditions>| {
+        c.map_or((None, None, None), |c| (c.ready, c.serving, c.terminating))
+    };
+    wanted.node_name.as_deref() == stored.node_name()
+        && wanted.zone.as_deref() == stored.zone()
+        && conditions(wanted.conditions.as_ref()) == conditions(stored.conditions())
+        && match (wanted.target_ref.as_ref(), stored.target_ref()) {
+            (Some(wanted), Some(held)) => held.same_as(home, wanted),
+            (wanted, held) => wanted.is_none() && held.is_none(),
+        }
+}
+
 /// True when two endpoints with the same key need no update: same node, zone, conditions
 /// and targetRef (ignoring its resourceVersion). Hints are not compared here.
 pub fn equal_beyond_key(a: &Endpoint, b: &Endpoint) -> bool {
@@ -223,6 +268,67 @@ mod tests {
         let mut c = a.clone();
         c.hostname = Some("x".into());
         assert_ne!(EndpointKey::of(&a), EndpointKey::of(&c));
+    }
+
+    #[test]
+    fn stored_endpoints_key_and_compare_as_the_endpoints_they_were_made_from() {
+        use crate::projection::StoredSlice;
+        use k8s_openapi::api::core::v1::ObjectReference;
+        use k8s_openapi::api::discovery::v1::EndpointSlice;
+        let svc = service("s").build();
+        let base = pod_to_endpoint(
+            &pod("a").ip("10.0.0.1").node("n1").ready(true).build(),
+            Some("z1"),
+            &svc,
+            AddressType::IPv4,
+        );
+        let with = |change: &dyn Fn(&mut Endpoint)| {
+            let mut e = base.clone();
+            change(&mut e);
+            e
+        };
+        let endpoints = vec![
+            base.clone(),
+            with(&|e| e.addresses = vec!["10.0.0.3".into(), "10.0.0.2".into()]),
+            with(&|e| e.addresses.clear()),
+            with(&|e| e.hostname = Some("h".into())),
+            with(&|e| e.node_name = None),
+            with(&|e| e.zone = Some("z2".into())),
+            with(&|e| e.conditions = None),
+            with(&|e| e.conditions.as_mut().unwrap().serving = None),
+            with(&|e| e.target_ref = None),
+            with(&|e| e.target_ref.as_mut().unwrap().namespace = Some("other".into())),
+            with(&|e| e.target_ref.as_mut().unwrap().uid = Some("uid-b".into())),
+            with(&|e| e.target_ref.as_mut().unwrap().resource_version = Some("3".into())),
+            with(&|e| {
+                e.target_ref = Some(ObjectReference {
+                    kind: Some("Node".into()),
+                    name: Some("n1".into()),
+                    ..ObjectReference::default()
+                })
+            }),
+        ];
+        for home in [Some("default"), Some("other"), None] {
+            let slice = EndpointSlice {
+                metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                    namespace: home.map(str::to_owned),
+                    ..Default::default()
+                },
+                endpoints: endpoints.clone(),
+                ..Default::default()
+            };
+            let stored = StoredSlice::new(slice);
+            for (held, kept) in endpoints.iter().zip(stored.endpoints()) {
+                assert_eq!(EndpointKey::of_stored(kept, home), EndpointKey::of(held));
+                for wanted in &endpoints {
+                    assert_eq!(
+                        equal_beyond_key_stored(wanted, kept, home),
+                        equal_beyond_key(wanted, held),
+                        "{wanted:?} against {held:?} in {home:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
