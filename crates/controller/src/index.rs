@@ -110,6 +110,21 @@ impl Stores {
             .collect()
     }
 
+    /// The slices labelled with a Service's name that `keep` accepts, as stored (a sync of
+    /// the EndpointSlice controller compares endpoints where they are kept, and builds back
+    /// only the slices it writes or deletes).
+    pub fn stored_slices_of(
+        &self,
+        key: &ServiceKey,
+        keep: impl Fn(&EndpointSlice) -> bool,
+    ) -> Vec<Arc<StoredSlice>> {
+        self.slices_by_service
+            .get(&(key.namespace.clone(), key.name.clone()))
+            .into_iter()
+            .filter(|slice| keep(slice.without_endpoints()))
+            .collect()
+    }
+
     /// The Endpoints object of a Service, whole.
     pub fn endpoints_of(&self, key: &ServiceKey) -> Option<Endpoints> {
         self.endpoints

@@ -7,7 +7,7 @@ use crate::worker::SyncError;
 use crate::write_latency::Wrote;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::keys::ServiceKey;
-use reconcile::projection::PodInfo;
+use reconcile::projection::{PodInfo, StoredSlice};
 use reconcile::slice::{failure_event, is_managed_slice_of, NodeZones, SlicePlan};
 use reconcile::{plan_slices, SliceInput};
 use std::sync::Arc;
@@ -47,12 +47,12 @@ impl ServiceSync for EndpointSliceController {
         }
         let pods: Vec<Arc<PodInfo>> = stores.pods_of(&service);
         let pod_refs: Vec<&PodInfo> = pods.iter().map(|p| &**p).collect();
-        let slices: Vec<Arc<EndpointSlice>> = stores.slices_of(key, |s| {
+        let slices: Vec<Arc<StoredSlice>> = stores.stored_slices_of(key, |s| {
             is_managed_slice_of(s, &service.name) && s.metadata.deletion_timestamp.is_none()
         });
         let (mut plan, trigger_time) = {
             let mut state = self.state.lock();
-            let refs: Vec<&EndpointSlice> = slices.iter().map(|s| &**s).collect();
+            let refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.without_endpoints()).collect();
             if state.tracker.stale_slices(key, &refs) {
                 return Err(SyncError::StaleCache {
                     cache: "EndpointSlice",
@@ -81,7 +81,8 @@ impl ServiceSync for EndpointSliceController {
         };
         self.observe_figures(&plan);
         if let Some(shadow) = &self.shadow {
-            let would = would_write(&plan, &slices);
+            let existing: Vec<EndpointSlice> = slices.iter().map(|s| s.to_slice()).collect();
+            let would = would_write(&plan, &existing);
             if let crate::shadow::Check::Pending(after) = shadow.check("EndpointSlice", key, would)
             {
                 self.workers.queue().requeue_after(key.clone(), after);
@@ -176,7 +177,7 @@ impl EndpointSliceController {
 
 /// What a plan would send, one line per write, for shadow mode. An update names the endpoints
 /// it would add or remove relative to the slice the cluster holds.
-fn would_write(plan: &SlicePlan, existing: &[Arc<EndpointSlice>]) -> Vec<String> {
+fn would_write(plan: &SlicePlan, existing: &[EndpointSlice]) -> Vec<String> {
     let addresses = |slice: &EndpointSlice| -> std::collections::BTreeSet<String> {
         slice
             .endpoints
@@ -203,7 +204,7 @@ fn would_write(plan: &SlicePlan, existing: &[Arc<EndpointSlice>]) -> Vec<String>
                 .find(|s| s.metadata.name.as_deref() == Some(name));
             let (ours, theirs) = (
                 addresses(slice),
-                current.map(|c| addresses(c)).unwrap_or_default(),
+                current.map(&addresses).unwrap_or_default(),
             );
             let added: Vec<&String> = ours.difference(&theirs).collect();
             let removed: Vec<&String> = theirs.difference(&ours).collect();

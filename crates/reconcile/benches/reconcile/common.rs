@@ -3,7 +3,7 @@
 //! existing slices of the next sync.
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use reconcile::projection::{NodeInfo, PodInfo, ServiceInfo};
+use reconcile::projection::{NodeInfo, PodInfo, ServiceInfo, StoredSlice};
 use reconcile::slice::{SlicePlan, DEFAULT_MAX_ENDPOINTS_PER_SLICE};
 use reconcile::testing::{node, pod, service, service_port, ts};
 use reconcile::topology::TopologyCache;
@@ -59,7 +59,7 @@ impl Cluster {
         &mut self,
         service: &ServiceInfo,
         pods: &[&PodInfo],
-        existing: &[Arc<EndpointSlice>],
+        existing: &[Arc<StoredSlice>],
     ) -> SlicePlan {
         let input = SliceInput {
             rules: reconcile::VersionRules::default(),
@@ -100,6 +100,14 @@ pub fn pod_on_node(i: usize, ready: bool) -> PodInfo {
         .label("app", "web")
         .ready(ready)
         .build()
+}
+
+/// Slices as the informer keeps them, which is how a sync is given them.
+pub fn stored(slices: &[Arc<EndpointSlice>]) -> Vec<Arc<StoredSlice>> {
+    slices
+        .iter()
+        .map(|s| Arc::new(StoredSlice::new(EndpointSlice::clone(s))))
+        .collect()
 }
 
 /// The existing slices after a plan's writes are applied to none: every create gets the

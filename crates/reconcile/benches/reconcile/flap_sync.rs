@@ -1,19 +1,18 @@
 //! The sync one readiness flip costs, in the shape of the end-to-end bench's `flap` scenario:
 //! a Service of 50 ready pods (UUID uids, three zoned nodes) whose objects exist, with one pod
 //! flipped to not ready. Each case starts from the stored forms the informers hold, as the
-//! controllers do (the existing objects are rebuilt from them, then planned against):
+//! controllers do:
 //!
-//! * `slices`: `StoredSlice::to_slice` + `plan_slices` (one slice updated);
+//! * `slices`: `plan_slices` against the stored slice (one slice updated);
 //! * `endpoints`: `StoredEndpoints::to_endpoints` + `plan_endpoints` (the object updated).
 
-use crate::common::{created_slices, pod_on_node, trigger, web_service, Cluster};
+use crate::common::{created_slices, pod_on_node, stored, trigger, web_service, Cluster};
 use criterion::Criterion;
 use k8s_openapi::api::core::v1::Endpoints;
 use reconcile::endpoints::EndpointsAction;
-use reconcile::projection::{PodInfo, StoredEndpoints, StoredSlice};
+use reconcile::projection::{PodInfo, StoredEndpoints};
 use reconcile::{plan_endpoints, EndpointsInput};
 use std::hint::black_box;
-use std::sync::Arc;
 
 const PODS: usize = 50;
 
@@ -32,11 +31,11 @@ pub fn bench_flap_sync(c: &mut Criterion) {
     let pod_refs: Vec<&PodInfo> = pods.iter().collect();
     let flipped_refs: Vec<&PodInfo> = flipped.iter().collect();
 
-    let stored_slices: Vec<StoredSlice> =
-        created_slices(&cluster.plan_slices(&service, &pod_refs, &[]))
-            .iter()
-            .map(|s| StoredSlice::new((**s).clone()))
-            .collect();
+    let stored_slices = stored(&created_slices(&cluster.plan_slices(
+        &service,
+        &pod_refs,
+        &[],
+    )));
     let plan_endpoints_of = |pods: &[&PodInfo], current: Option<&Endpoints>| {
         plan_endpoints(&EndpointsInput {
             rules: reconcile::VersionRules::default(),
@@ -52,10 +51,7 @@ pub fn bench_flap_sync(c: &mut Criterion) {
     endpoints.metadata.resource_version = Some("1".into());
     let stored_endpoints = StoredEndpoints::new(endpoints);
 
-    let rebuilt = |stored: &[StoredSlice]| -> Vec<Arc<_>> {
-        stored.iter().map(|s| Arc::new(s.to_slice())).collect()
-    };
-    let plan = cluster.plan_slices(&service, &flipped_refs, &rebuilt(&stored_slices));
+    let plan = cluster.plan_slices(&service, &flipped_refs, &stored_slices);
     assert_eq!(
         (plan.write_count(), plan.batches[0].update.len()),
         (1, 1),
@@ -70,8 +66,11 @@ pub fn bench_flap_sync(c: &mut Criterion) {
     let mut group = c.benchmark_group("flap_sync/50_pods_one_flipped");
     group.bench_function("slices", |b| {
         b.iter(|| {
-            let existing = rebuilt(black_box(&stored_slices));
-            black_box(cluster.plan_slices(&service, black_box(&flipped_refs), &existing))
+            black_box(cluster.plan_slices(
+                &service,
+                black_box(&flipped_refs),
+                black_box(&stored_slices),
+            ))
         })
     });
     group.bench_function("endpoints", |b| {

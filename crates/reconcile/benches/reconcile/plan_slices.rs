@@ -6,7 +6,7 @@
 //!   pod (100 pods) flipped to not ready;
 //! * `no_change_resync`: against the slices the first sync created, same pods (no writes).
 
-use crate::common::{created_slices, pod_on_node, ready_pods, web_service, Cluster};
+use crate::common::{created_slices, pod_on_node, ready_pods, stored, web_service, Cluster};
 use criterion::Criterion;
 use reconcile::projection::PodInfo;
 use reconcile::slice::DEFAULT_MAX_ENDPOINTS_PER_SLICE;
@@ -22,7 +22,7 @@ pub fn bench_plan_slices(c: &mut Criterion) {
     let pod_refs: Vec<&PodInfo> = pods.iter().collect();
     let first = cluster.plan_slices(&service, &pod_refs, &[]);
     assert_eq!(first.write_count(), PODS / DEFAULT_MAX_ENDPOINTS_PER_SLICE);
-    let existing = created_slices(&first);
+    let existing = stored(&created_slices(&first));
 
     let flipped: Vec<PodInfo> = (0..PODS).map(|i| pod_on_node(i, i % 100 != 0)).collect();
     let flipped_refs: Vec<&PodInfo> = flipped.iter().collect();

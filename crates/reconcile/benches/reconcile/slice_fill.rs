@@ -11,9 +11,8 @@
 
 use crate::common::{pod_on_node, web_service, ZONES};
 use criterion::{BatchSize, Criterion};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use reconcile::address_family::AddressType;
-use reconcile::projection::ServiceInfo;
+use reconcile::projection::{ServiceInfo, StoredSlice};
 use reconcile::slice::endpoint::{pod_to_endpoint, EndpointKey};
 use reconcile::slice::fill::{fill_port_group, DesiredEndpoints};
 use reconcile::slice::port_groups::endpoint_ports;
@@ -47,14 +46,14 @@ pub fn bench_fill(c: &mut Criterion) {
     let all = desired(&service, 0..ENDPOINTS);
     let first = fill_port_group(&service, &[], all.clone(), &ports, AddressType::IPv4, MAX);
     assert_eq!(first.create.len(), ENDPOINTS / MAX);
-    let existing: Vec<Arc<EndpointSlice>> = first
+    let existing: Vec<Arc<StoredSlice>> = first
         .create
         .into_iter()
         .enumerate()
         .map(|(n, mut slice)| {
             slice.metadata.name = Some(format!("web-{n:05}"));
             slice.metadata.uid = Some(format!("slice-uid-{n}"));
-            Arc::new(slice)
+            Arc::new(StoredSlice::new(slice))
         })
         .collect();
 

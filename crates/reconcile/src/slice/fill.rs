@@ -12,9 +12,9 @@
 
 use crate::address_family::AddressType;
 use crate::labels::slice_labels;
-use crate::projection::ServiceInfo;
+use crate::projection::{ServiceInfo, StoredSlice};
 pub use crate::slice::desired::DesiredEndpoints;
-use crate::slice::endpoint::{equal_beyond_key, EndpointKey};
+use crate::slice::endpoint::{equal_beyond_key_stored, EndpointKey};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use std::sync::Arc;
@@ -73,10 +73,12 @@ pub(crate) fn generate_name_prefix(service_name: &str) -> String {
     }
 }
 
-/// Packs one port group. `existing` are the Service's owned slices with this port list.
+/// Packs one port group. `existing` are the Service's owned slices with this port list, as
+/// the informer keeps them: their endpoints are compared where they are, and only a slice
+/// the fill keeps whole to add to, or deletes, is built back.
 pub fn fill_port_group(
     service: &ServiceInfo,
-    existing: &[Arc<EndpointSlice>],
+    existing: &[Arc<StoredSlice>],
     mut desired: DesiredEndpoints,
     ports: &[EndpointPort],
     address_type: AddressType,
@@ -84,31 +86,33 @@ pub fn fill_port_group(
 ) -> GroupOutcome {
     let mut out = GroupOutcome::default();
     let mut update: Vec<EndpointSlice> = Vec::new();
-    let mut unchanged: Vec<&Arc<EndpointSlice>> = Vec::new();
+    let mut unchanged: Vec<&Arc<StoredSlice>> = Vec::new();
 
     // Step 1: refresh existing slices.
     for slice in existing {
-        let mut kept: Vec<Endpoint> = Vec::with_capacity(slice.endpoints.len());
+        let (home, held) = (slice.home(), slice.endpoints());
+        let mut kept: Vec<Endpoint> = Vec::with_capacity(held.len());
         let mut endpoint_changed = false;
-        for endpoint in &slice.endpoints {
-            if let Some(wanted) = desired.remove(&EndpointKey::of(endpoint)) {
-                endpoint_changed |= !equal_beyond_key(&wanted, endpoint);
+        for endpoint in held {
+            if let Some(wanted) = desired.remove(&EndpointKey::of_stored(endpoint, home)) {
+                endpoint_changed |= !equal_beyond_key_stored(&wanted, endpoint, home);
                 kept.push(wanted);
             }
         }
-        let (labels, labels_drifted) = slice_labels(slice.metadata.labels.as_ref(), service);
-        if endpoint_changed || kept.len() != slice.endpoints.len() {
-            out.removed += slice.endpoints.len().saturating_sub(kept.len());
+        let head = slice.without_endpoints();
+        let (labels, labels_drifted) = slice_labels(head.metadata.labels.as_ref(), service);
+        if endpoint_changed || kept.len() != held.len() {
+            out.removed += held.len().saturating_sub(kept.len());
             if kept.is_empty() {
-                out.delete.push(Arc::clone(slice));
+                out.delete.push(Arc::new(slice.to_slice()));
             } else {
-                let mut changed = without_endpoints(slice);
+                let mut changed = head.clone();
                 changed.endpoints = kept;
                 changed.metadata.labels = Some(labels);
                 update.push(changed);
             }
         } else if labels_drifted {
-            let mut changed = EndpointSlice::clone(slice);
+            let mut changed = slice.to_slice();
             changed.metadata.labels = Some(labels);
             update.push(changed);
         } else {
@@ -135,7 +139,7 @@ pub fn fill_port_group(
         }
         match target {
             Some(i) => {
-                let mut slice = EndpointSlice::clone(unchanged.remove(i));
+                let mut slice = unchanged.remove(i).to_slice();
                 take_into(&mut slice, &mut desired, max);
                 update.push(slice);
             }
@@ -150,17 +154,6 @@ pub fn fill_port_group(
     out
 }
 
-/// A copy of a slice without its endpoints, for a slice whose endpoints are replaced (cloning
-/// them only to drop them is wasted on every sync that changes the slice).
-fn without_endpoints(slice: &EndpointSlice) -> EndpointSlice {
-    EndpointSlice {
-        metadata: slice.metadata.clone(),
-        address_type: slice.address_type.clone(),
-        endpoints: Vec::new(),
-        ports: slice.ports.clone(),
-    }
-}
-
 fn take_into(slice: &mut EndpointSlice, desired: &mut DesiredEndpoints, max: usize) {
     while slice.endpoints.len() < max {
         match desired.pop_first() {
@@ -172,10 +165,10 @@ fn take_into(slice: &mut EndpointSlice, desired: &mut DesiredEndpoints, max: usi
 
 /// The unchanged slice that ends closest to full once `adding` endpoints are added, without
 /// going over. The first one found wins ties.
-fn closest_to_full(slices: &[&Arc<EndpointSlice>], adding: usize, max: usize) -> Option<usize> {
+fn closest_to_full(slices: &[&Arc<StoredSlice>], adding: usize, max: usize) -> Option<usize> {
     let mut best: Option<(usize, usize)> = None;
     for (i, slice) in slices.iter().enumerate() {
-        let total = adding + slice.endpoints.len();
+        let total = adding + slice.endpoint_count();
         if total > max {
             continue;
         }

@@ -21,7 +21,7 @@ use crate::address_family::AddressType;
 use crate::event::PlannedEvent;
 use crate::kube_version::VersionRules;
 use crate::labels::{SERVICE_NAME, SLICE_CONTROLLER_NAME, SLICE_MANAGED_BY};
-use crate::projection::{NodeInfo, PodInfo, ServiceInfo};
+use crate::projection::{NodeInfo, PodInfo, ServiceInfo, StoredSlice};
 use crate::Timestamp;
 use compact_str::CompactString;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -63,8 +63,9 @@ pub struct SliceInput<'a> {
     pub service: &'a ServiceInfo,
     /// The pods its selector matches, in its namespace.
     pub pods: &'a [&'a PodInfo],
-    /// Its slices: labelled with its name and managed by us, not being deleted.
-    pub existing: &'a [Arc<EndpointSlice>],
+    /// Its slices: labelled with its name and managed by us, not being deleted; as the
+    /// informer keeps them (a sync builds back only the slices it must).
+    pub existing: &'a [Arc<StoredSlice>],
     /// Node zones.
     pub nodes: &'a dyn NodeZones,
     /// The trigger time for this sync (`None` removes the annotation).

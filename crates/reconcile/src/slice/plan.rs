@@ -5,7 +5,7 @@ use crate::event::PlannedEvent;
 use crate::find_port::find_port;
 use crate::kube_version::OrderHash;
 use crate::pod_rules::is_endpoint_candidate;
-use crate::projection::{PodInfo, ServiceInfo};
+use crate::projection::{PodInfo, ServiceInfo, StoredSlice};
 use crate::slice::endpoint::{endpoint_zone, pod_to_endpoint, EndpointKey};
 use crate::slice::fill::{fill_port_group, DesiredEndpoints};
 use crate::slice::finalize::{recycle_deletes, set_trigger_time};
@@ -19,7 +19,7 @@ use crate::topology::messages::{self, with_address_type};
 use crate::topology::{hints_enabled, TopologyCache};
 use crate::traffic_distribution;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// Plans one sync of a Service's EndpointSlices. The topology cache is read and updated as
@@ -35,10 +35,10 @@ pub fn plan_slices(input: &SliceInput<'_>, topology: &mut TopologyCache) -> Slic
         .filter(|v| traffic_distribution::acts_on(Some(v), &input.rules) && !hints_on);
 
     // Slices of an address type the Service no longer uses are deleted after everything else.
-    let mut by_type: BTreeMap<AddressType, Vec<Arc<EndpointSlice>>> = BTreeMap::new();
+    let mut by_type: BTreeMap<AddressType, Vec<Arc<StoredSlice>>> = BTreeMap::new();
     let mut unsupported = Vec::new();
     for slice in input.existing {
-        match AddressType::parse(&slice.address_type) {
+        match AddressType::parse(&slice.without_endpoints().address_type) {
             Some(t) if address_types.contains(&t) => {
                 by_type.entry(t).or_default().push(Arc::clone(slice))
             }
@@ -46,7 +46,7 @@ pub fn plan_slices(input: &SliceInput<'_>, topology: &mut TopologyCache) -> Slic
                 if let Some(t) = parsed {
                     topology.remove_hints(&key, t);
                 }
-                unsupported.push(Arc::clone(slice));
+                unsupported.push(Arc::new(slice.to_slice()));
             }
         }
     }
@@ -77,7 +77,7 @@ pub fn plan_slices(input: &SliceInput<'_>, topology: &mut TopologyCache) -> Slic
 }
 
 /// Existing slices by port group.
-type ExistingGroups = BTreeMap<PortGroupKey, Vec<Arc<EndpointSlice>>>;
+type ExistingGroups = BTreeMap<PortGroupKey, Vec<Arc<StoredSlice>>>;
 
 /// Endpoints wanted per port group (with their keys, in pod order), with the group's ports.
 type DesiredGroups = BTreeMap<PortGroupKey, (Vec<EndpointPort>, Vec<(EndpointKey, Endpoint)>)>;
@@ -156,7 +156,7 @@ impl AddressTypeSync<'_, '_> {
     fn plan(
         &self,
         topology: &mut TopologyCache,
-        existing: &[Arc<EndpointSlice>],
+        existing: &[Arc<StoredSlice>],
         plan: &mut SlicePlan,
     ) {
         let (existing_groups, foreign) = self.group_owned(existing);
@@ -164,7 +164,7 @@ impl AddressTypeSync<'_, '_> {
         let mut filled = self.fill(&existing_groups, &mut desired, foreign);
         self.keep_or_add_placeholder(existing, &mut filled);
         let sets = SliceSets {
-            unchanged: unchanged_slices(existing, &filled),
+            unchanged: self.unchanged_slices(existing, &filled),
             create: filled.create,
             update: filled.update,
         };
@@ -178,18 +178,19 @@ impl AddressTypeSync<'_, '_> {
     /// are deleted).
     fn group_owned(
         &self,
-        existing: &[Arc<EndpointSlice>],
+        existing: &[Arc<StoredSlice>],
     ) -> (ExistingGroups, Vec<Arc<EndpointSlice>>) {
         let mut groups = ExistingGroups::new();
         let mut foreign = Vec::new();
         for slice in existing {
-            if is_owned_by(slice, self.input.service) {
+            let head = slice.without_endpoints();
+            if is_owned_by(head, self.input.service) {
                 groups
-                    .entry(PortGroupKey::of(slice.ports.as_deref()))
+                    .entry(PortGroupKey::of(head.ports.as_deref()))
                     .or_default()
                     .push(Arc::clone(slice));
             } else {
-                foreign.push(Arc::clone(slice));
+                foreign.push(Arc::new(slice.to_slice()));
             }
         }
         (groups, foreign)
@@ -272,14 +273,45 @@ impl AddressTypeSync<'_, '_> {
         }
         for (group_key, slices) in existing_groups {
             if !desired.contains_key(group_key) {
-                filled.delete.extend(slices.iter().cloned());
+                filled
+                    .delete
+                    .extend(slices.iter().map(|s| Arc::new(s.to_slice())));
             }
         }
         filled
     }
 
+    /// The existing slices the fill neither updates nor deletes, as far as the hints read
+    /// them: all of them when topology or trafficDistribution hints are set, otherwise only
+    /// those holding hints (to be cleared). The others are left as stored.
+    fn unchanged_slices(
+        &self,
+        existing: &[Arc<StoredSlice>],
+        filled: &Filled,
+    ) -> Vec<Arc<EndpointSlice>> {
+        let changed: HashSet<&str> = filled
+            .update
+            .iter()
+            .chain(filled.delete.iter().map(|s| &**s))
+            .filter_map(|s| s.metadata.name.as_deref())
+            .collect();
+        let all = self.hints_on || self.traffic_distribution.is_some();
+        existing
+            .iter()
+            .filter(|s| {
+                !s.without_endpoints()
+                    .metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| changed.contains(n))
+            })
+            .filter(|s| all || s.has_hints())
+            .map(|s| Arc::new(s.to_slice()))
+            .collect()
+    }
+
     /// A Service whose slices would all disappear keeps (or gets) an empty placeholder.
-    fn keep_or_add_placeholder(&self, existing: &[Arc<EndpointSlice>], filled: &mut Filled) {
+    fn keep_or_add_placeholder(&self, existing: &[Arc<StoredSlice>], filled: &mut Filled) {
         if existing.len() != filled.delete.len() || !filled.create.is_empty() {
             return;
         }
@@ -356,31 +388,6 @@ impl AddressTypeSync<'_, '_> {
             delete,
         }
     }
-}
-
-/// The existing slices the fill neither updates nor deletes.
-fn unchanged_slices(existing: &[Arc<EndpointSlice>], filled: &Filled) -> Vec<Arc<EndpointSlice>> {
-    let changed: std::collections::HashSet<&str> = filled
-        .update
-        .iter()
-        .filter_map(|s| s.metadata.name.as_deref())
-        .chain(
-            filled
-                .delete
-                .iter()
-                .filter_map(|s| s.metadata.name.as_deref()),
-        )
-        .collect();
-    existing
-        .iter()
-        .filter(|s| {
-            !s.metadata
-                .name
-                .as_deref()
-                .is_some_and(|n| changed.contains(n))
-        })
-        .cloned()
-        .collect()
 }
 
 /// The Warning event upstream records when a sync fails; `errors` are the failures' messages.

@@ -38,9 +38,14 @@ fn fill(
     existing: &[(&str, Range<usize>)],
     wanted: DesiredEndpoints,
 ) -> GroupOutcome {
-    let existing: Vec<Arc<EndpointSlice>> = existing
+    let existing: Vec<Arc<StoredSlice>> = existing
         .iter()
-        .map(|(name, pods)| existing_slice(name, desired(pods.clone())))
+        .map(|(name, pods)| {
+            Arc::new(StoredSlice::new(EndpointSlice::clone(&existing_slice(
+                name,
+                desired(pods.clone()),
+            ))))
+        })
         .collect();
     fill_port_group(svc, &existing, wanted, &[], AddressType::IPv4, 100)
 }

@@ -43,10 +43,15 @@ impl World {
         existing: &[Arc<EndpointSlice>],
     ) -> SlicePlan {
         let pods: Vec<&PodInfo> = pods.iter().collect();
+        // Kept as the informer keeps them.
+        let existing: Vec<Arc<StoredSlice>> = existing
+            .iter()
+            .map(|s| Arc::new(StoredSlice::new(EndpointSlice::clone(s))))
+            .collect();
         let input = SliceInput {
             service: svc,
             pods: &pods,
-            existing,
+            existing: &existing,
             nodes: &self.nodes,
             trigger_time: Some(ts("2026-01-01T00:00:00Z")),
             max_endpoints_per_slice: 100,
