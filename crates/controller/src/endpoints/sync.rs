@@ -9,7 +9,7 @@ use crate::write_latency::Wrote;
 use reconcile::endpoints::{EndpointsAction, EndpointsInput};
 use reconcile::keys::ServiceKey;
 use reconcile::plan_endpoints;
-use reconcile::projection::PodInfo;
+use reconcile::projection::{PodInfo, StoredEndpoints};
 
 impl ServiceSync for EndpointsController {
     /// Syncs one Service.
@@ -37,12 +37,14 @@ impl ServiceSync for EndpointsController {
         }
         let pods = stores.pods_of(&service);
         let pod_refs: Vec<&PodInfo> = pods.iter().map(|p| &**p).collect();
-        let current = stores.endpoints_of(key);
+        // As stored: the planner compares the addresses where they are kept.
+        let current = stores
+            .endpoints
+            .get(&ObjectKey::new(&key.namespace, &key.name));
+        let current_head = current.as_deref().map(StoredEndpoints::without_subsets);
         let (plan, trigger_time) = {
             let mut state = self.state.lock();
-            let current_rv = current
-                .as_ref()
-                .and_then(|c| c.metadata.resource_version.as_deref());
+            let current_rv = current_head.and_then(|c| c.metadata.resource_version.as_deref());
             if current_rv.is_some_and(|rv| state.stale.is_stale(key, rv)) {
                 // The cache handed back a version we already replaced.
                 return Err(SyncError::StaleCache {
@@ -54,13 +56,14 @@ impl ServiceSync for EndpointsController {
             let plan = plan_endpoints(&EndpointsInput {
                 service: &service,
                 pods: &pod_refs,
-                current: current.as_ref(),
+                current: current.as_deref(),
                 trigger_time,
                 rules: self.parts.rules,
             });
             (plan, trigger_time)
         };
         if let Some(shadow) = &self.shadow {
+            let current = current.as_deref().map(StoredEndpoints::to_endpoints);
             let would = match &plan.action {
                 EndpointsAction::Unchanged => Vec::new(),
                 EndpointsAction::Create(object) => {
@@ -85,7 +88,7 @@ impl ServiceSync for EndpointsController {
                 Ok(Wrote::when(created, trigger_time))
             }
             EndpointsAction::Update(object) => {
-                let replaced = self.update(key, current.as_ref(), object).await?;
+                let replaced = self.update(key, current_head, object).await?;
                 let wrote = Wrote::now(trigger_time);
                 // Remember the version we replaced: if the cache hands it back, it is stale.
                 if replaced.new_rv != replaced.old_rv {

@@ -19,7 +19,7 @@ use crate::common::{ip, trigger};
 use criterion::{BenchmarkId, Criterion};
 use k8s_openapi::api::core::v1::Endpoints;
 use reconcile::endpoints::{EndpointsAction, OVER_CAPACITY};
-use reconcile::projection::{PodInfo, ServiceInfo};
+use reconcile::projection::{PodInfo, ServiceInfo, StoredEndpoints};
 use reconcile::testing::{pod, service, service_port};
 use reconcile::{plan_endpoints, EndpointsInput, EndpointsPlan};
 use std::hint::black_box;
@@ -46,7 +46,11 @@ fn pods(n: usize, not_ready: impl Fn(usize) -> bool) -> Vec<PodInfo> {
         .collect()
 }
 
-fn plan(service: &ServiceInfo, pods: &[&PodInfo], current: Option<&Endpoints>) -> EndpointsPlan {
+fn plan(
+    service: &ServiceInfo,
+    pods: &[&PodInfo],
+    current: Option<&StoredEndpoints>,
+) -> EndpointsPlan {
     plan_endpoints(&EndpointsInput {
         rules: reconcile::VersionRules::default(),
         service,
@@ -111,6 +115,7 @@ pub fn bench_plan_endpoints(c: &mut Criterion) {
     let refs_500: Vec<&PodInfo> = pods_500.iter().collect();
     let mut current = created(&plan(&service, &refs_500, None)).clone();
     current.metadata.resource_version = Some("1".into());
+    let current = StoredEndpoints::new(current);
     assert_eq!(
         plan(&service, &refs_500, Some(&current)).action,
         EndpointsAction::Unchanged

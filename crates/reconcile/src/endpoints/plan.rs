@@ -1,18 +1,16 @@
 //! One sync of one Service's v1 Endpoints object.
 
-use crate::endpoints::repack::{repack, repacked_layout, RepackedSubset};
+use crate::endpoints::repack::{repack, stored_layout, HeldAddress, RepackedSubset};
 use crate::endpoints::subsets::addresses_on_ports;
 use crate::endpoints::truncate::truncate;
 use crate::endpoints::{MAX_ADDRESSES, OVER_CAPACITY};
 use crate::kube_version::VersionRules;
 use crate::labels::{endpoints_labels, ENDPOINTS_MANAGED_BY, HEADLESS};
-use crate::pod_rules::same_reference;
-use crate::projection::{PodInfo, ServiceInfo};
+use crate::projection::{PodInfo, ServiceInfo, StoredEndpoints, StoredSubset};
 use crate::trigger_time::{self, ANNOTATION};
 use crate::Timestamp;
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use std::borrow::Borrow;
 use std::collections::BTreeMap;
 
 /// Everything one sync reads.
@@ -21,8 +19,9 @@ pub struct EndpointsInput<'a> {
     pub service: &'a ServiceInfo,
     /// The pods its selector matches, in its namespace.
     pub pods: &'a [&'a PodInfo],
-    /// The existing Endpoints object of the same name, if any.
-    pub current: Option<&'a Endpoints>,
+    /// The existing Endpoints object of the same name, if any, as the informer keeps it (its
+    /// addresses are compared where they are kept).
+    pub current: Option<&'a StoredEndpoints>,
     /// The trigger time for this sync (`None` removes the annotation).
     pub trigger_time: Option<Timestamp>,
     /// The rules of the Kubernetes version followed.
@@ -62,15 +61,15 @@ pub fn plan_endpoints(input: &EndpointsInput<'_>) -> EndpointsPlan {
     let labels = endpoints_labels(service);
 
     if let Some(current) = input.current {
-        let current_subsets = current.subsets.as_deref().unwrap_or(&[]);
+        let head = current.without_subsets();
         // The controller's own labels (headless, managed-by) are not the Service's: compare
         // the rest with the Service's labels, so an object that only lacks them is left alone.
-        let same_labels = own_labels_removed(current.metadata.labels.as_ref()) == service.labels;
+        let same_labels = own_labels_removed(head.metadata.labels.as_ref()) == service.labels;
         if same_labels
-            && same_subsets(current_subsets, &subsets, rules)
+            && same_subsets(current, &subsets, rules)
             && capacity_annotation_consistent(
-                current.metadata.annotations.as_ref(),
-                current_subsets,
+                head.metadata.annotations.as_ref(),
+                current.address_count(),
             )
         {
             return EndpointsPlan {
@@ -82,7 +81,7 @@ pub fn plan_endpoints(input: &EndpointsInput<'_>) -> EndpointsPlan {
     }
 
     let mut metadata = match input.current {
-        Some(current) => current.metadata.clone(),
+        Some(current) => current.without_subsets().metadata.clone(),
         None => ObjectMeta {
             name: Some(service.name.clone()),
             namespace: Some(service.namespace.clone()),
@@ -111,7 +110,7 @@ pub fn plan_endpoints(input: &EndpointsInput<'_>) -> EndpointsPlan {
     };
     let action = if input
         .current
-        .is_some_and(|c| c.metadata.resource_version.is_some())
+        .is_some_and(|c| c.without_subsets().metadata.resource_version.is_some())
     {
         EndpointsAction::Update(object)
     } else {
@@ -135,45 +134,63 @@ fn own_labels_removed(labels: Option<&BTreeMap<String, String>>) -> BTreeMap<Str
 /// differ as written, they are compared once more in the canonical layout: an object written
 /// by a kube-controller-manager that ordered ports by another hash is then left alone rather
 /// than rewritten for its order alone (upstream compares twice in the same way). Up to v1.34
-/// the port order counts, so such an object is rewritten into that version's order.
+/// the port order counts, so such an object is rewritten into that version's order. Both
+/// comparisons read the addresses where the informer keeps them.
 fn same_subsets(
-    current: &[EndpointSubset],
+    current: &StoredEndpoints,
     planned: &[EndpointSubset],
     rules: &VersionRules,
 ) -> bool {
-    subsets_equal(current, planned)
+    let home = current.home();
+    let held: Vec<HeldSubset<'_>> = current
+        .subsets()
+        .iter()
+        .map(|subset| HeldSubset { subset, home })
+        .collect();
+    subsets_equal(&held, planned)
         || (rules.endpoints_skip_repacked
-            && subsets_equal(&repacked_layout(current, rules.order_hash), planned))
+            && subsets_equal(&stored_layout(current, rules.order_hash), planned))
 }
 
-/// A subset's three lists, whether it is an object's or a layout's.
+/// A stored subset with the namespace its addresses' pod references are implied in.
+struct HeldSubset<'a> {
+    subset: &'a StoredSubset,
+    home: Option<&'a str>,
+}
+
+/// A current subset, as written or laid out again: its three lists.
 trait SubsetLists {
-    fn ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress>;
-    fn not_ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress>;
+    fn ready(&self) -> impl ExactSizeIterator<Item = HeldAddress<'_>>;
+    fn not_ready(&self) -> impl ExactSizeIterator<Item = HeldAddress<'_>>;
     fn ports(&self) -> &[EndpointPort];
 }
 
-impl SubsetLists for EndpointSubset {
-    fn ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress> {
-        self.addresses.as_deref().unwrap_or_default().iter()
-    }
-    fn not_ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress> {
-        self.not_ready_addresses
-            .as_deref()
-            .unwrap_or_default()
+impl SubsetLists for HeldSubset<'_> {
+    fn ready(&self) -> impl ExactSizeIterator<Item = HeldAddress<'_>> {
+        let home = self.home;
+        self.subset
+            .addresses()
             .iter()
+            .map(move |address| HeldAddress { address, home })
+    }
+    fn not_ready(&self) -> impl ExactSizeIterator<Item = HeldAddress<'_>> {
+        let home = self.home;
+        self.subset
+            .not_ready_addresses()
+            .iter()
+            .map(move |address| HeldAddress { address, home })
     }
     fn ports(&self) -> &[EndpointPort] {
-        self.ports.as_deref().unwrap_or_default()
+        self.subset.ports()
     }
 }
 
-impl<A: Borrow<EndpointAddress>> SubsetLists for RepackedSubset<A> {
-    fn ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress> {
-        self.addresses.iter().map(Borrow::borrow)
+impl SubsetLists for RepackedSubset<HeldAddress<'_>> {
+    fn ready(&self) -> impl ExactSizeIterator<Item = HeldAddress<'_>> {
+        self.addresses.iter().copied()
     }
-    fn not_ready(&self) -> impl ExactSizeIterator<Item = &EndpointAddress> {
-        self.not_ready_addresses.iter().map(Borrow::borrow)
+    fn not_ready(&self) -> impl ExactSizeIterator<Item = HeldAddress<'_>> {
+        self.not_ready_addresses.iter().copied()
     }
     fn ports(&self) -> &[EndpointPort] {
         &self.ports
@@ -184,64 +201,46 @@ impl<A: Borrow<EndpointAddress>> SubsetLists for RepackedSubset<A> {
 /// lists. The order of subsets carries no meaning (upstream orders them by a hash of pod
 /// UIDs). Runs on every sync of a Service with an Endpoints object, so it compares fields in
 /// place instead of rendering each subset.
-fn subsets_equal(a: &[impl SubsetLists], b: &[impl SubsetLists]) -> bool {
-    if a.len() != b.len() {
+fn subsets_equal(current: &[impl SubsetLists], planned: &[EndpointSubset]) -> bool {
+    if current.len() != planned.len() {
         return false;
     }
-    // `subset_eq` is an equivalence, so matching each subset of `a` with the first unused
-    // equal one of `b` finds a pairing whenever one exists. Services have a subset per
-    // distinct port list: a handful.
-    let mut used = vec![false; b.len()];
-    a.iter().all(|x| {
-        let found = b
+    // `subset_eq` is an equivalence, so matching each subset of `current` with the first
+    // unused equal one of `planned` finds a pairing whenever one exists. Services have a
+    // subset per distinct port list: a handful.
+    let mut used = vec![false; planned.len()];
+    current.iter().all(|x| {
+        let found = planned
             .iter()
             .zip(used.iter_mut())
-            .find(|(y, used)| !**used && subset_eq(x, *y));
+            .find(|(y, used)| !**used && subset_eq(x, y));
         found.map(|(_, used)| *used = true).is_some()
     })
 }
 
-fn subset_eq(x: &impl SubsetLists, y: &impl SubsetLists) -> bool {
+fn subset_eq(current: &impl SubsetLists, planned: &EndpointSubset) -> bool {
     fn addresses_eq<'a>(
-        p: impl ExactSizeIterator<Item = &'a EndpointAddress>,
-        q: impl ExactSizeIterator<Item = &'a EndpointAddress>,
+        held: impl ExactSizeIterator<Item = HeldAddress<'a>>,
+        planned: Option<&Vec<EndpointAddress>>,
     ) -> bool {
-        p.len() == q.len() && p.zip(q).all(|(p, q)| address_eq(p, q))
+        let planned = planned.map_or(&[][..], Vec::as_slice);
+        held.len() == planned.len()
+            && held
+                .zip(planned)
+                .all(|(held, planned)| held.address.same_as(held.home, planned))
     }
-    addresses_eq(x.ready(), y.ready())
-        && addresses_eq(x.not_ready(), y.not_ready())
-        && x.ports() == y.ports()
-}
-
-/// Equal but for the targetRef's resourceVersion. (Destructured, so that a field added to
-/// either type fails to compile here rather than being ignored.)
-fn address_eq(a: &EndpointAddress, b: &EndpointAddress) -> bool {
-    let EndpointAddress {
-        hostname,
-        ip,
-        node_name,
-        target_ref,
-    } = a;
-    same_reference(target_ref.as_ref(), b.target_ref.as_ref())
-        && *ip == b.ip
-        && *hostname == b.hostname
-        && *node_name == b.node_name
+    addresses_eq(current.ready(), planned.addresses.as_ref())
+        && addresses_eq(current.not_ready(), planned.not_ready_addresses.as_ref())
+        && current.ports() == planned.ports.as_deref().unwrap_or_default()
 }
 
 /// False when the object holds more addresses than allowed (it must be truncated), or when
 /// the over-capacity annotation is set although it is within capacity.
 fn capacity_annotation_consistent(
     annotations: Option<&BTreeMap<String, String>>,
-    subsets: &[EndpointSubset],
+    addresses: usize,
 ) -> bool {
-    let count: usize = subsets
-        .iter()
-        .map(|s| {
-            s.addresses.as_ref().map_or(0, Vec::len)
-                + s.not_ready_addresses.as_ref().map_or(0, Vec::len)
-        })
-        .sum();
-    if count > MAX_ADDRESSES {
+    if addresses > MAX_ADDRESSES {
         return false;
     }
     !annotations.is_some_and(|a| a.contains_key(OVER_CAPACITY))

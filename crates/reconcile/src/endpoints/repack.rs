@@ -11,6 +11,7 @@
 
 use crate::endpoints::subsets::{AddressOnPort, PortSpec};
 use crate::kube_version::OrderHash;
+use crate::projection::{StoredAddress, StoredEndpoints, Uid, UidText};
 use crate::upstream_order::endpoints_port_dump;
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset};
 use std::borrow::Borrow;
@@ -19,16 +20,41 @@ use std::rc::Rc;
 
 type AddressKey = (String, String);
 
-/// An address's identity: its IP and its pod's UID (empty without one).
-fn address_id(a: &EndpointAddress) -> (&str, &str) {
-    let uid = a.target_ref.as_ref().and_then(|t| t.uid.as_deref());
-    (a.ip.as_str(), uid.unwrap_or_default())
+/// An address's identity: its IP and its pod's UID (empty without one), ordered as texts.
+pub trait AddressId {
+    /// The IP and the pod's UID.
+    fn id(&self) -> (&str, UidText<'_>);
 }
 
-/// [`address_id`], owned, for sorting by a cached key.
-fn address_key(a: &EndpointAddress) -> AddressKey {
-    let (ip, uid) = address_id(a);
-    (ip.to_owned(), uid.to_owned())
+impl<A: Borrow<EndpointAddress>> AddressId for A {
+    fn id(&self) -> (&str, UidText<'_>) {
+        let a = self.borrow();
+        let uid = a.target_ref.as_ref().and_then(|t| t.uid.as_deref());
+        (a.ip.as_str(), UidText::Borrowed(uid.unwrap_or_default()))
+    }
+}
+
+/// An address of a stored Endpoints object, with the namespace its pod reference is implied
+/// in: what the Endpoints controller lays out again to compare, without building it back.
+#[derive(Debug, Clone, Copy)]
+pub struct HeldAddress<'a> {
+    /// The address.
+    pub address: &'a StoredAddress,
+    /// The namespace of the object holding it.
+    pub home: Option<&'a str>,
+}
+
+impl AddressId for HeldAddress<'_> {
+    fn id(&self) -> (&str, UidText<'_>) {
+        let uid = self.address.uid().map_or(UidText::Borrowed(""), Uid::text);
+        (self.address.ip(), uid)
+    }
+}
+
+/// [`AddressId::id`], owned, for sorting by a cached key.
+fn address_key(a: &impl AddressId) -> AddressKey {
+    let (ip, uid) = a.id();
+    (ip.to_owned(), uid.as_str().to_owned())
 }
 
 /// One subset of the canonical layout, over owned addresses or borrowed ones.
@@ -77,7 +103,7 @@ pub fn repack(items: Vec<AddressOnPort<'_>>, hash: OrderHash) -> Vec<EndpointSub
 
 /// Lays addresses out in the canonical subsets; an address offered in several subsets is
 /// cloned into all but the last.
-fn lay_out<A: Borrow<EndpointAddress> + Clone>(
+fn lay_out<A: AddressId + Clone>(
     items: Vec<AddressOnPort<'_, A>>,
     hash: OrderHash,
 ) -> Vec<RepackedSubset<A>> {
@@ -163,18 +189,15 @@ fn lay_out<A: Borrow<EndpointAddress> + Clone>(
 
 /// Each item's address as its rank among the distinct addresses in (IP, UID) order: the
 /// repacker groups and sorts these numbers instead of copies of the strings.
-fn address_ranks<A: Borrow<EndpointAddress>>(items: &[AddressOnPort<'_, A>]) -> Vec<usize> {
-    let mut distinct: Vec<(&str, &str)> = items
-        .iter()
-        .map(|i| address_id(i.address.borrow()))
-        .collect();
+fn address_ranks<A: AddressId>(items: &[AddressOnPort<'_, A>]) -> Vec<usize> {
+    let mut distinct: Vec<(&str, UidText<'_>)> = items.iter().map(|i| i.address.id()).collect();
     distinct.sort_unstable();
     distinct.dedup();
     items
         .iter()
         .map(|item| {
             // Always found: `distinct` holds every item's key.
-            let id = address_id(item.address.borrow());
+            let id = item.address.id();
             distinct.binary_search(&id).unwrap_or_else(|at| at)
         })
         .collect()
@@ -198,37 +221,73 @@ pub fn repacked_layout(
     lay_out(addresses_on_ports(subsets), hash)
 }
 
+/// A stored Endpoints object's subsets laid out again in the canonical layout, their
+/// addresses borrowed as stored: for comparing them with a layout without building them back.
+pub fn stored_layout(
+    endpoints: &StoredEndpoints,
+    hash: OrderHash,
+) -> Vec<RepackedSubset<HeldAddress<'_>>> {
+    let home = endpoints.home();
+    let mut items = Vec::new();
+    for subset in endpoints.subsets() {
+        let ready = subset.addresses().iter().map(|a| (a, true));
+        let not_ready = subset.not_ready_addresses().iter().map(|a| (a, false));
+        let addresses: Vec<(HeldAddress<'_>, bool)> = ready
+            .chain(not_ready)
+            .map(|(address, ready)| (HeldAddress { address, home }, ready))
+            .collect();
+        push_on_ports(&mut items, subset.ports(), &addresses);
+    }
+    lay_out(items, hash)
+}
+
 /// Flattens subsets into the repacker's input: every address on every port of its subset (or
 /// on no port when the subset has none), ready addresses before not-ready ones, so the first
 /// copy of an address is the one upstream keeps.
 fn addresses_on_ports(subsets: &[EndpointSubset]) -> Vec<AddressOnPort<'_, &EndpointAddress>> {
     let mut items = Vec::new();
     for subset in subsets {
-        let ports: Vec<Option<PortSpec>> = match subset.ports.as_deref() {
-            Some(ports) if !ports.is_empty() => ports
-                .iter()
-                .map(|p| {
-                    Some(PortSpec {
-                        name: p.name.as_deref().unwrap_or_default(),
-                        port: p.port,
-                        protocol: p.protocol.as_deref().unwrap_or("TCP"),
-                        app_protocol: p.app_protocol.as_deref(),
-                    })
-                })
-                .collect(),
-            _ => vec![None],
-        };
-        for port in ports {
-            for (address, ready) in addresses_with_readiness(subset) {
-                items.push(AddressOnPort {
-                    address,
-                    port,
-                    ready,
-                });
-            }
-        }
+        let addresses: Vec<(&EndpointAddress, bool)> = addresses_with_readiness(subset).collect();
+        push_on_ports(
+            &mut items,
+            subset.ports.as_deref().unwrap_or_default(),
+            &addresses,
+        );
     }
     items
+}
+
+/// Pushes each of `addresses` (with its readiness) on each of `ports`, or on no port when
+/// there are none.
+fn push_on_ports<'p, A: Copy>(
+    items: &mut Vec<AddressOnPort<'p, A>>,
+    ports: &'p [EndpointPort],
+    addresses: &[(A, bool)],
+) {
+    let ports: Vec<Option<PortSpec<'p>>> = if ports.is_empty() {
+        vec![None]
+    } else {
+        ports
+            .iter()
+            .map(|p| {
+                Some(PortSpec {
+                    name: p.name.as_deref().unwrap_or_default(),
+                    port: p.port,
+                    protocol: p.protocol.as_deref().unwrap_or("TCP"),
+                    app_protocol: p.app_protocol.as_deref(),
+                })
+            })
+            .collect()
+    };
+    for port in ports {
+        for &(address, ready) in addresses {
+            items.push(AddressOnPort {
+                address,
+                port,
+                ready,
+            });
+        }
+    }
 }
 
 /// A subset's addresses with their readiness: the ready ones first, then the not-ready ones.
@@ -264,9 +323,7 @@ pub fn sort_ports(ports: &mut [EndpointPort], hash: OrderHash) {
     });
 }
 
-fn subset_order_key<A: Borrow<EndpointAddress>>(
-    s: &RepackedSubset<A>,
-) -> (Vec<(String, i32)>, Vec<AddressKey>) {
+fn subset_order_key<A: AddressId>(s: &RepackedSubset<A>) -> (Vec<(String, i32)>, Vec<AddressKey>) {
     let ports = s
         .ports
         .iter()
@@ -277,7 +334,7 @@ fn subset_order_key<A: Borrow<EndpointAddress>>(
         .iter()
         .chain(&s.not_ready_addresses)
         .take(1)
-        .map(|a| address_key(a.borrow()))
+        .map(address_key)
         .collect();
     (ports, addrs)
 }

@@ -26,9 +26,9 @@ pub use partial_pod::{
 pub(crate) use pod::TransitionTime;
 pub use pod::{NamedPort, PodDns, PodInfo, PodInterner};
 pub use service::{ServiceInfo, ServicePortInfo, TargetPort};
-pub use stored_endpoints::StoredEndpoints;
+pub use stored_endpoints::{StoredAddress, StoredEndpoints, StoredSubset};
 pub use stored_slice::{StoredEndpoint, StoredSlice};
-pub use uid::Uid;
+pub use uid::{Uid, UidText};
 
 /// Bytes a [`compact_str::CompactString`] keeps on the heap (none when its text fits inside
 /// it), for the projections' memory figures.

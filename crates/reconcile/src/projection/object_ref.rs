@@ -80,6 +80,11 @@ impl CompactRef {
         self.name.as_deref()
     }
 
+    /// The referenced object's uid.
+    pub fn uid(&self) -> Option<&super::Uid> {
+        self.uid.as_ref()
+    }
+
     /// The referenced object's namespace; `home` is the namespace given to
     /// [`CompactRef::new`].
     pub fn namespace<'a>(&'a self, home: Option<&'a str>) -> Option<&'a str> {

@@ -18,15 +18,17 @@ pub struct StoredEndpoints {
     subsets: Option<Box<[StoredSubset]>>,
 }
 
+/// One subset of a [`StoredEndpoints`].
 #[derive(Debug, Clone, PartialEq)]
-struct StoredSubset {
+pub struct StoredSubset {
     addresses: Option<Box<[StoredAddress]>>,
     not_ready_addresses: Option<Box<[StoredAddress]>>,
     ports: Option<Box<[EndpointPort]>>,
 }
 
+/// One address of a [`StoredSubset`].
 #[derive(Debug, Clone, PartialEq)]
-struct StoredAddress {
+pub struct StoredAddress {
     ip: CompactString,
     hostname: Option<CompactString>,
     node_name: Option<CompactString>,
@@ -54,6 +56,24 @@ impl StoredEndpoints {
         &self.head
     }
 
+    /// The subsets, as kept (none when the object has none).
+    pub fn subsets(&self) -> &[StoredSubset] {
+        self.subsets.as_deref().unwrap_or_default()
+    }
+
+    /// The namespace the addresses' pod references are implied in (see [`CompactRef`]).
+    pub fn home(&self) -> Option<&str> {
+        self.head.metadata.namespace.as_deref()
+    }
+
+    /// How many addresses, ready and not, the subsets hold.
+    pub fn address_count(&self) -> usize {
+        self.subsets()
+            .iter()
+            .map(|s| s.addresses().len() + s.not_ready_addresses().len())
+            .sum()
+    }
+
     /// The whole object, equal to the one it was made from.
     pub fn to_endpoints(&self) -> Endpoints {
         let home = self.head.metadata.namespace.as_deref();
@@ -79,6 +99,21 @@ impl StoredSubset {
         }
     }
 
+    /// `addresses` (none when unset).
+    pub fn addresses(&self) -> &[StoredAddress] {
+        self.addresses.as_deref().unwrap_or_default()
+    }
+
+    /// `notReadyAddresses` (none when unset).
+    pub fn not_ready_addresses(&self) -> &[StoredAddress] {
+        self.not_ready_addresses.as_deref().unwrap_or_default()
+    }
+
+    /// `ports` (none when unset).
+    pub fn ports(&self) -> &[EndpointPort] {
+        self.ports.as_deref().unwrap_or_default()
+    }
+
     fn to_subset(&self, home: Option<&str>) -> EndpointSubset {
         let addresses = |list: &Option<Box<[StoredAddress]>>| {
             list.as_ref()
@@ -100,6 +135,35 @@ impl StoredAddress {
             node_name: compact(address.node_name),
             target_ref: address.target_ref.map(|r| CompactRef::new(r, home)),
         }
+    }
+
+    /// `ip`.
+    pub fn ip(&self) -> &str {
+        &self.ip
+    }
+
+    /// The uid of the pod it points at, if any.
+    pub fn uid(&self) -> Option<&super::Uid> {
+        self.target_ref.as_ref().and_then(CompactRef::uid)
+    }
+
+    /// Whether it equals `address` but for the targetRef's resourceVersion, compared in
+    /// place; `home` is the namespace of the object holding it.
+    pub fn same_as(&self, home: Option<&str>, address: &EndpointAddress) -> bool {
+        // Every field named, so that a field the type gains must be decided on here.
+        let EndpointAddress {
+            hostname,
+            ip,
+            node_name,
+            target_ref,
+        } = address;
+        self.ip == ip.as_str()
+            && self.hostname.as_deref() == hostname.as_deref()
+            && self.node_name.as_deref() == node_name.as_deref()
+            && match (&self.target_ref, target_ref) {
+                (Some(held), Some(other)) => held.same_as(home, other),
+                (held, other) => held.is_none() && other.is_none(),
+            }
     }
 
     fn to_address(&self, home: Option<&str>) -> EndpointAddress {

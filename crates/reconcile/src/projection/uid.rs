@@ -101,6 +101,64 @@ impl Uid {
     }
 }
 
+/// A uid's text without a heap block, for ordering: canonical UUIDs are printed into the
+/// value itself. Ordered (and equal) as the texts are.
+#[derive(Clone, Copy)]
+pub enum UidText<'a> {
+    /// Text kept as text.
+    Borrowed(&'a str),
+    /// A UUID's printed text.
+    Printed([u8; 36]),
+}
+
+impl UidText<'_> {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        match self {
+            UidText::Borrowed(text) => text,
+            // Only ASCII hex digits and dashes are printed.
+            UidText::Printed(bytes) => std::str::from_utf8(bytes).unwrap_or_default(),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            UidText::Borrowed(text) => text.as_bytes(),
+            UidText::Printed(bytes) => bytes,
+        }
+    }
+}
+
+impl PartialEq for UidText<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for UidText<'_> {}
+
+impl PartialOrd for UidText<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for UidText<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.bytes().cmp(other.bytes())
+    }
+}
+
+impl Uid {
+    /// The uid's text, printed on the stack when kept as a UUID.
+    pub fn text(&self) -> UidText<'_> {
+        match &self.0 {
+            Repr::Text(text) => UidText::Borrowed(text),
+            Repr::Uuid(bytes) => UidText::Printed(uuid_text(bytes)),
+        }
+    }
+}
+
 impl fmt::Display for Uid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {

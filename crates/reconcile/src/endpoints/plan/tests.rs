@@ -14,10 +14,12 @@ fn plan_following(
     current: Option<&Endpoints>,
 ) -> EndpointsPlan {
     let pods: Vec<&PodInfo> = pods.iter().collect();
+    // Kept as the informer keeps it.
+    let current = current.map(|c| StoredEndpoints::new(c.clone()));
     plan_endpoints(&EndpointsInput {
         service: svc,
         pods: &pods,
-        current,
+        current: current.as_ref(),
         trigger_time: Some(ts("2026-01-01T00:00:00Z")),
         rules: VersionRules::of(version),
     })
@@ -494,7 +496,23 @@ fn subsets_compare_as_their_rendering_does() {
     for a in &lists {
         for b in &lists {
             let expected = subsets_equal_by_rendering(a, b);
-            assert_eq!(subsets_equal(a, b), expected, "{a:?}\n{b:?}");
+            // The current side as the informer keeps it.
+            let stored = StoredEndpoints::new(Endpoints {
+                metadata: ObjectMeta {
+                    namespace: Some("default".into()),
+                    ..ObjectMeta::default()
+                },
+                subsets: Some(a.clone()),
+            });
+            let held: Vec<HeldSubset<'_>> = stored
+                .subsets()
+                .iter()
+                .map(|subset| HeldSubset {
+                    subset,
+                    home: stored.home(),
+                })
+                .collect();
+            assert_eq!(subsets_equal(&held, b), expected, "{a:?}\n{b:?}");
             equal_pairs += usize::from(expected);
         }
     }
