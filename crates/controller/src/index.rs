@@ -102,10 +102,8 @@ impl Stores {
         key: &ServiceKey,
         keep: impl Fn(&EndpointSlice) -> bool,
     ) -> Vec<Arc<EndpointSlice>> {
-        self.slices_by_service
-            .get(&(key.namespace.clone(), key.name.clone()))
+        self.stored_slices_of(key, keep)
             .iter()
-            .filter(|slice| keep(slice.without_endpoints()))
             .map(|slice| Arc::new(slice.to_slice()))
             .collect()
     }

@@ -167,18 +167,10 @@ trait SubsetLists {
 
 impl SubsetLists for HeldSubset<'_> {
     fn ready(&self) -> impl ExactSizeIterator<Item = HeldAddress<'_>> {
-        let home = self.home;
-        self.subset
-            .addresses()
-            .iter()
-            .map(move |address| HeldAddress { address, home })
+        HeldAddress::each(self.subset.addresses(), self.home)
     }
     fn not_ready(&self) -> impl ExactSizeIterator<Item = HeldAddress<'_>> {
-        let home = self.home;
-        self.subset
-            .not_ready_addresses()
-            .iter()
-            .map(move |address| HeldAddress { address, home })
+        HeldAddress::each(self.subset.not_ready_addresses(), self.home)
     }
     fn ports(&self) -> &[EndpointPort] {
         self.subset.ports()

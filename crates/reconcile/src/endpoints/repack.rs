@@ -44,6 +44,17 @@ pub struct HeldAddress<'a> {
     pub home: Option<&'a str>,
 }
 
+impl<'a> HeldAddress<'a> {
+    /// Each address of a stored list, held in `home`.
+    pub fn each(
+        list: &'a [StoredAddress],
+        home: Option<&'a str>,
+    ) -> impl ExactSizeIterator<Item = HeldAddress<'a>> {
+        list.iter()
+            .map(move |address| HeldAddress { address, home })
+    }
+}
+
 impl AddressId for HeldAddress<'_> {
     fn id(&self) -> (&str, UidText<'_>) {
         let uid = self.address.uid().map_or(UidText::Borrowed(""), Uid::text);
@@ -230,12 +241,9 @@ pub fn stored_layout(
     let home = endpoints.home();
     let mut items = Vec::new();
     for subset in endpoints.subsets() {
-        let ready = subset.addresses().iter().map(|a| (a, true));
-        let not_ready = subset.not_ready_addresses().iter().map(|a| (a, false));
-        let addresses: Vec<(HeldAddress<'_>, bool)> = ready
-            .chain(not_ready)
-            .map(|(address, ready)| (HeldAddress { address, home }, ready))
-            .collect();
+        let ready = HeldAddress::each(subset.addresses(), home).map(|a| (a, true));
+        let not_ready = HeldAddress::each(subset.not_ready_addresses(), home).map(|a| (a, false));
+        let addresses: Vec<(HeldAddress<'_>, bool)> = ready.chain(not_ready).collect();
         push_on_ports(&mut items, subset.ports(), &addresses);
     }
     lay_out(items, hash)
