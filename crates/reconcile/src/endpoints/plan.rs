@@ -141,13 +141,7 @@ fn same_subsets(
     planned: &[EndpointSubset],
     rules: &VersionRules,
 ) -> bool {
-    let home = current.home();
-    let held: Vec<HeldSubset<'_>> = current
-        .subsets()
-        .iter()
-        .map(|subset| HeldSubset { subset, home })
-        .collect();
-    subsets_equal(&held, planned)
+    subsets_equal(&held_subsets(current), planned)
         || (rules.endpoints_skip_repacked
             && subsets_equal(&stored_layout(current, rules.order_hash), planned))
 }
@@ -156,6 +150,16 @@ fn same_subsets(
 struct HeldSubset<'a> {
     subset: &'a StoredSubset,
     home: Option<&'a str>,
+}
+
+/// The subsets of a stored object, each held in its namespace.
+fn held_subsets(current: &StoredEndpoints) -> Vec<HeldSubset<'_>> {
+    let home = current.home();
+    current
+        .subsets()
+        .iter()
+        .map(|subset| HeldSubset { subset, home })
+        .collect()
 }
 
 /// A current subset, as written or laid out again: its three lists.

@@ -91,13 +91,8 @@ impl Uid {
     /// The uid as text, as [`ToString`] would give it without going through a formatter:
     /// every endpoint a sync builds carries its pod's uid.
     pub fn to_text(&self) -> String {
-        match &self.0 {
-            Repr::Text(text) => text.as_str().to_owned(),
-            // Copied whole into one block (the digits and dashes are ASCII, so always UTF-8).
-            Repr::Uuid(bytes) => std::str::from_utf8(&uuid_text(bytes))
-                .map(str::to_owned)
-                .unwrap_or_default(),
-        }
+        // Printed on the stack, then copied whole into one block.
+        self.text().as_str().to_owned()
     }
 }
 
@@ -161,13 +156,7 @@ impl Uid {
 
 impl fmt::Display for Uid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
-            Repr::Text(text) => f.write_str(text),
-            Repr::Uuid(bytes) => {
-                // Only ASCII hex digits and dashes are written.
-                f.write_str(std::str::from_utf8(&uuid_text(bytes)).map_err(|_| fmt::Error)?)
-            }
-        }
+        f.write_str(self.text().as_str())
     }
 }
 
@@ -207,6 +196,30 @@ impl PartialEq<&str> for Uid {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uid_texts_order_and_compare_as_the_texts_do() {
+        let texts = [
+            "",
+            "0b0c8e2c-4a43-4b6c-9d5e-2b8f0a6e7d11",
+            "0b0c8e2c-4a43-4b6c-9d5e-2b8f0a6e7d12",
+            "0b0c8e2c-4a43-4b6c-9d5e-2b8f0a6e7d1",
+            "0B0C8E2C-4A43-4B6C-9D5E-2B8F0A6E7D11",
+            "0b0c8e2c",
+            "uid-a",
+            "ffffffff-ffff-ffff-ffff-ffffffffffff",
+        ];
+        let uids: Vec<Uid> = texts.iter().map(|t| Uid::new(t)).collect();
+        for (a, ta) in uids.iter().zip(texts) {
+            assert_eq!(a.text().as_str(), ta);
+            assert_eq!(a.to_text(), ta);
+            assert_eq!(a.to_string(), ta);
+            for (b, tb) in uids.iter().zip(texts) {
+                assert_eq!(a.text().cmp(&b.text()), ta.cmp(tb), "{ta} against {tb}");
+                assert_eq!(a.text() == b.text(), ta == tb);
+            }
+        }
+    }
 
     #[test]
     fn a_server_generated_uid_is_kept_in_16_bytes_and_prints_back_the_same() {

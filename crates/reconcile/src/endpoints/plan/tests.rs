@@ -504,15 +504,11 @@ fn subsets_compare_as_their_rendering_does() {
                 },
                 subsets: Some(a.clone()),
             });
-            let held: Vec<HeldSubset<'_>> = stored
-                .subsets()
-                .iter()
-                .map(|subset| HeldSubset {
-                    subset,
-                    home: stored.home(),
-                })
-                .collect();
-            assert_eq!(subsets_equal(&held, b), expected, "{a:?}\n{b:?}");
+            assert_eq!(
+                subsets_equal(&held_subsets(&stored), b),
+                expected,
+                "{a:?}\n{b:?}"
+            );
             equal_pairs += usize::from(expected);
         }
     }
